@@ -1,0 +1,30 @@
+# kvengine_library(NAME SOURCES... DEPS ...): one static library per src/ folder.
+function(kvengine_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# kvengine_test(NAME SOURCES... DEPS ... [LABELS fast|slow]): a GoogleTest binary under CTest.
+function(kvengine_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS fast)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# kvengine_benchmark(NAME SOURCES... DEPS ...): a google-benchmark binary (not run by tests).
+function(kvengine_benchmark name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  if(KVENGINE_BENCHMARKS)
+    add_executable(${name} ${ARG_SOURCES})
+    target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS})
+    target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark benchmark::benchmark_main)
+  endif()
+endfunction()

@@ -1,0 +1,40 @@
+// Injected time: eviction and scheduling read a Clock so tests drive them with a ManualClock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace kvengine {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic nanoseconds since an arbitrary epoch.
+  virtual int64_t NowNanos() const = 0;
+};
+
+class SteadyClock final : public Clock {
+ public:
+  int64_t NowNanos() const override {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  static SteadyClock& Get() {
+    static SteadyClock clock;
+    return clock;
+  }
+};
+
+// A clock that moves only when told. Single-threaded use.
+class ManualClock final : public Clock {
+ public:
+  int64_t NowNanos() const override { return now_; }
+  void Advance(int64_t nanos) { now_ += nanos; }
+  void Set(int64_t nanos) { now_ = nanos; }
+
+ private:
+  int64_t now_ = 0;
+};
+
+}  // namespace kvengine
