@@ -23,7 +23,7 @@ class CheckFailure {
 
 // Lets `KV_CHECK(c) << x;` compile to a void expression.
 struct Voidify {
-  void operator&(CheckFailure&) {}
+  void operator&(const CheckFailure&) {}
 };
 
 }  // namespace kvengine::internal
