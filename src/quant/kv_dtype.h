@@ -15,6 +15,9 @@
 
 namespace kvengine {
 
+// Byte layouts are in quant/codec.h, scale rounding in quant/codec_params.h (f16 scales are rounded
+// up, so "amax/448" below means the smallest f16 >= amax/448), error budgets in
+// quant/error_budget.h.
 enum class KvDtype : uint8_t {
   kF32,      // IEEE binary32; no scales.
   kF16,      // IEEE binary16; no scales.
@@ -22,10 +25,11 @@ enum class KvDtype : uint8_t {
   kFp8E4M3,  // OCP fp8 e4m3fn (max 448), one f16 scale per row = amax/448, saturating.
   kFp8E5M2,  // OCP fp8 e5m2 (max 57344), one f16 scale per row = amax/57344, saturating.
   kInt8,     // symmetric int8 in [-127, 127], one f16 scale per row = amax/127.
-  kInt4,     // asymmetric uint4, groups of Int4GroupSize(n) elements, f16 scale + f16 min per group.
+  // Asymmetric uint4 in groups of Int4GroupSize(n) elements; per group an f16 scale and f16 min.
+  kInt4,
 };
 
-inline constexpr KvDtype kAllKvDtypes[] = {KvDtype::kF32,     KvDtype::kF16,      KvDtype::kBF16,
+inline constexpr KvDtype kAllKvDtypes[] = {KvDtype::kF32,     KvDtype::kF16,     KvDtype::kBF16,
                                            KvDtype::kFp8E4M3, KvDtype::kFp8E5M2, KvDtype::kInt8,
                                            KvDtype::kInt4};
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package kvengine needs to build, test and benchmark. Idempotent: when
+# everything is present it changes nothing and does not touch the network.
+set -euo pipefail
+
+PACKAGES=(
+  # Toolchain: the Release build uses g++, the sanitizer and fuzzer build clang-14.
+  build-essential cmake ninja-build pkg-config clang-14 libclang-rt-14-dev
+  # Libraries (DIRECTION.md): CLI, JSON, formatting, SIMD, hashing, HTTP, Redis, compression.
+  libcli11-dev nlohmann-json3-dev libfmt-dev libhwy-dev libssl-dev libcpp-httplib-dev
+  libhiredis-dev libzstd-dev
+  # Tests and micro-benchmarks.
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

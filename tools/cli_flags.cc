@@ -1,0 +1,100 @@
+#include "cli_flags.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/size_parse.h"
+#include "gguf/gguf_reader.h"
+#include "model_config/gguf_config.h"
+#include "model_config/presets.h"
+
+namespace kvengine::cli {
+
+void AddModelFlag(CLI::App* app, CommonFlags* f) {
+  std::string presets;
+  for (const std::string& n : PresetNames()) presets += (presets.empty() ? "" : ", ") + n;
+  app->add_option("-m,--model", f->model,
+                  "Model: a GGUF file path or a built-in preset (" + presets + ")")
+      ->capture_default_str();
+}
+
+void AddCtxFlag(CLI::App* app, CommonFlags* f) {
+  app->add_option("-c,--ctx,--max-model-len", f->ctx,
+                  "Tokens per sequence, prompt plus output (e.g. 4096 or 32k); default: the "
+                  "model's context length");
+}
+
+void AddKvFlags(CLI::App* app, CommonFlags* f) {
+  app->add_option("--kv-dtype,--kv-cache-dtype", f->kv_dtype,
+                  "KV cache number format for every layer: f32, f16, bf16, fp8_e4m3 (fp8), "
+                  "fp8_e5m2, int8, int4")
+      ->capture_default_str();
+  app->add_option("--kv-plan", f->kv_plan_file,
+                  "JSON file of per-layer KV dtypes, e.g. {\"default\": \"int8\", \"layers\": "
+                  "{\"0-1\": \"f16\", \"31\": {\"k\": \"f16\", \"v\": \"int4\"}}}; overrides "
+                  "--kv-dtype")
+      ->check(CLI::ExistingFile);
+  app->add_option("--block-size", f->block_size, "Tokens per KV block (1-256)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+}
+
+void AddMemFlag(CLI::App* app, CommonFlags* f, const std::string& help) {
+  app->add_option("--mem", f->mem, help + " (sizes take suffixes: 512MiB, 24GiB, 2GB)");
+}
+
+void AddJsonFlag(CLI::App* app, CommonFlags* f) {
+  app->add_flag("--json", f->json, "Print one JSON document on stdout instead of text");
+}
+
+Result<ResolvedModel> ResolveModel(const std::string& model) {
+  const bool looks_like_file = model.size() > 5 && model.substr(model.size() - 5) == ".gguf";
+  std::error_code ec;
+  if (looks_like_file || std::filesystem::is_regular_file(model, ec)) {
+    KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(model));
+    const std::string name = std::filesystem::path(model).filename().string();
+    KV_ASSIGN_OR_RETURN(ModelConfig config, ModelConfigFromGguf(*file, name));
+    return ResolvedModel{std::move(config), GgufFingerprint(*file)};
+  }
+  KV_ASSIGN_OR_RETURN(ModelConfig config, FindPreset(model));
+  return ResolvedModel{std::move(config), "preset:" + model};
+}
+
+Result<KvDtypeMap> ResolveKvDtypes(const CommonFlags& f, int n_layers) {
+  if (!f.kv_plan_file.empty()) {
+    std::ifstream in(f.kv_plan_file);
+    if (!in) return NotFound("cannot read KV plan file '" + f.kv_plan_file + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Result<KvDtypeMap> m = ParseKvDtypeMap(ss.str(), n_layers);
+    if (!m.ok()) return InvalidArgument(f.kv_plan_file + ": " + m.status().message());
+    return m;
+  }
+  Result<KvDtype> d = ParseKvDtype(f.kv_dtype);
+  if (!d.ok()) return InvalidArgument("--kv-dtype: " + d.status().message());
+  return UniformDtypes(*d);
+}
+
+Result<int64_t> ResolveCtx(const CommonFlags& f, const ModelConfig& model) {
+  if (f.ctx.empty()) return model.context_length;
+  Result<uint64_t> n = ParseTokenCount(f.ctx);
+  if (!n.ok()) return InvalidArgument("--ctx: " + n.status().message());
+  if (*n < 1 || *n > (uint64_t{1} << 32)) return OutOfRange("--ctx must be 1..4294967296");
+  return static_cast<int64_t>(*n);
+}
+
+Result<std::optional<uint64_t>> ResolveMem(const CommonFlags& f) {
+  if (f.mem.empty()) return std::optional<uint64_t>();
+  Result<uint64_t> m = ParseSize(f.mem);
+  if (!m.ok()) return InvalidArgument("--mem: " + m.status().message());
+  return std::optional<uint64_t>(*m);
+}
+
+int Fail(const Status& status) {
+  std::fprintf(stderr, "kvengine: %s\n", status.message().c_str());
+  return 1;
+}
+
+}  // namespace kvengine::cli

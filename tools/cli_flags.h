@@ -1,0 +1,54 @@
+// Flags every kvengine subcommand shares, with one meaning everywhere:
+//   -m, --model NAME|FILE.gguf        a built-in preset or a GGUF file
+//   -c, --ctx, --max-model-len N      tokens per sequence (4096, 32k)
+//   --kv-dtype, --kv-cache-dtype D    KV number format for every layer
+//   --kv-plan FILE                    per-layer KV dtypes (JSON), overrides --kv-dtype
+//   --block-size N                    tokens per KV block
+//   --mem SIZE                        KV memory budget (512MiB, 24GiB)
+//   --json                            machine-readable output on stdout
+// Values are parsed once here, at the edge; libraries below receive typed options.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "model_config/kv_groups.h"
+#include "model_config/model_config.h"
+
+namespace kvengine::cli {
+
+struct CommonFlags {
+  std::string model = "llama-3-8b";
+  std::string ctx;  // Empty: the model's context length.
+  std::string kv_dtype = "f16";
+  std::string kv_plan_file;
+  int block_size = 16;
+  std::string mem;  // Empty: no budget.
+  bool json = false;
+};
+
+// Registers the shared flags on a subcommand; `defaults` supplies per-command defaults.
+void AddModelFlag(CLI::App* app, CommonFlags* f);
+void AddCtxFlag(CLI::App* app, CommonFlags* f);
+void AddKvFlags(CLI::App* app, CommonFlags* f);
+void AddMemFlag(CLI::App* app, CommonFlags* f, const std::string& help);
+void AddJsonFlag(CLI::App* app, CommonFlags* f);
+
+struct ResolvedModel {
+  ModelConfig config;
+  std::string fingerprint;  // GGUF header hash, or "preset:<name>".
+};
+
+// A preset name, or a path to a GGUF file (anything ending in .gguf or naming an existing file).
+Result<ResolvedModel> ResolveModel(const std::string& model);
+Result<KvDtypeMap> ResolveKvDtypes(const CommonFlags& f, int n_layers);
+Result<int64_t> ResolveCtx(const CommonFlags& f, const ModelConfig& model);
+Result<std::optional<uint64_t>> ResolveMem(const CommonFlags& f);
+
+// Prints "kvengine: <message>" to stderr; returns the exit status for a failed command (1).
+int Fail(const Status& status);
+
+}  // namespace kvengine::cli

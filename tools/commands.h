@@ -1,0 +1,12 @@
+// Each kvengine subcommand registers itself on the root app; its callback stores the process
+// exit status in *exit_code (0 ok, 1 failed with a message on stderr).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kvengine::cli {
+
+void RegisterPlanCommand(CLI::App& app, int* exit_code);
+void RegisterBenchCommand(CLI::App& app, int* exit_code);
+
+}  // namespace kvengine::cli
