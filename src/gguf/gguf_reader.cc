@@ -1,0 +1,181 @@
+#include "gguf/gguf_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/checked_math.h"
+#include "gguf/gguf_parse.h"
+
+namespace kvengine {
+
+// The bytes of an open file: a read-only private mapping (Open) or an aligned heap copy
+// (FromBytes); `bytes` covers exactly the file.
+struct GgufFile::Storage {
+  void* map_addr = nullptr;  // From mmap, or nullptr.
+  size_t map_size = 0;
+  void* heap = nullptr;  // From aligned_alloc, or nullptr.
+  std::span<const uint8_t> bytes;
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage() {
+    if (map_addr != nullptr) munmap(map_addr, map_size);
+    std::free(heap);
+  }
+};
+
+namespace {
+
+// Alignment of FromBytes copies, so that tensor data keeps the alignment it has in the file
+// (offsets are multiples of general.alignment, commonly 32) for alignments up to this.
+constexpr size_t kCopyAlignment = 64;
+
+// Puts the metadata key in front of a getter's error.
+template <typename T>
+Result<T> ForKey(std::string_view key, Result<T> result) {
+  if (result.ok()) return result;
+  return Status(result.status().code(),
+                fmt::format("metadata key '{}': {}", key, result.status().message()));
+}
+
+}  // namespace
+
+GgufFile::GgufFile(std::unique_ptr<Storage> storage, GgufContents contents)
+    : storage_(std::move(storage)), bytes_(storage_->bytes), contents_(std::move(contents)) {}
+
+GgufFile::~GgufFile() = default;
+
+Result<std::unique_ptr<GgufFile>> GgufFile::Parse(std::unique_ptr<Storage> storage) {
+  KV_ASSIGN_OR_RETURN(GgufContents contents, gguf_internal::ParseGguf(storage->bytes));
+  return std::unique_ptr<GgufFile>(new GgufFile(std::move(storage), std::move(contents)));
+}
+
+Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string message = fmt::format("{}: cannot open: {}", path, std::strerror(err));
+    return err == ENOENT ? NotFound(message) : InvalidArgument(message);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return InvalidArgument(fmt::format("{}: not a regular file", path));
+  }
+  auto storage = std::make_unique<Storage>();
+  size_t size = static_cast<size_t>(st.st_size);
+  if (size > 0) {
+    void* addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (addr == MAP_FAILED) {
+      int err = errno;
+      close(fd);
+      return Internal(
+          fmt::format("{}: mmap of {} bytes failed: {}", path, size, std::strerror(err)));
+    }
+    storage->map_addr = addr;
+    storage->map_size = size;
+    storage->bytes = std::span<const uint8_t>(static_cast<const uint8_t*>(addr), size);
+  }
+  close(fd);  // The mapping keeps the file's pages reachable.
+  Result<std::unique_ptr<GgufFile>> file = Parse(std::move(storage));
+  if (!file.ok()) {
+    return Status(file.status().code(), fmt::format("{}: {}", path, file.status().message()));
+  }
+  return file;
+}
+
+Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::span<const uint8_t> bytes) {
+  auto storage = std::make_unique<Storage>();
+  if (!bytes.empty()) {
+    uint64_t padded = 0;  // aligned_alloc wants a multiple of the alignment.
+    if (!CheckedAlignUp(bytes.size(), kCopyAlignment, &padded)) {
+      return OutOfRange("input too large to copy");
+    }
+    storage->heap = std::aligned_alloc(kCopyAlignment, padded);
+    if (storage->heap == nullptr) {
+      return Internal(fmt::format("cannot allocate {} bytes for a GGUF copy", padded));
+    }
+    std::memcpy(storage->heap, bytes.data(), bytes.size());
+    storage->bytes =
+        std::span<const uint8_t>(static_cast<const uint8_t*>(storage->heap), bytes.size());
+  }
+  return Parse(std::move(storage));
+}
+
+bool GgufFile::Has(std::string_view key) const { return Find(key) != nullptr; }
+
+const GgufValue* GgufFile::Find(std::string_view key) const {
+  auto it = contents_.key_index.find(key);
+  return it == contents_.key_index.end() ? nullptr : &contents_.kvs[it->second].value;
+}
+
+Result<GgufValue> GgufFile::Get(std::string_view key) const {
+  const GgufValue* value = Find(key);
+  if (value == nullptr) return NotFound(fmt::format("metadata key '{}' not found", key));
+  return *value;
+}
+
+template <typename T>
+Result<T> GgufFile::GetAs(std::string_view key) const {
+  KV_ASSIGN_OR_RETURN(GgufValue value, Get(key));
+  return ForKey(key, value.As<T>());
+}
+
+Result<uint8_t> GgufFile::GetU8(std::string_view key) const { return GetAs<uint8_t>(key); }
+Result<int8_t> GgufFile::GetI8(std::string_view key) const { return GetAs<int8_t>(key); }
+Result<uint16_t> GgufFile::GetU16(std::string_view key) const { return GetAs<uint16_t>(key); }
+Result<int16_t> GgufFile::GetI16(std::string_view key) const { return GetAs<int16_t>(key); }
+Result<uint32_t> GgufFile::GetU32(std::string_view key) const { return GetAs<uint32_t>(key); }
+Result<int32_t> GgufFile::GetI32(std::string_view key) const { return GetAs<int32_t>(key); }
+Result<uint64_t> GgufFile::GetU64(std::string_view key) const { return GetAs<uint64_t>(key); }
+Result<int64_t> GgufFile::GetI64(std::string_view key) const { return GetAs<int64_t>(key); }
+Result<float> GgufFile::GetF32(std::string_view key) const { return GetAs<float>(key); }
+Result<double> GgufFile::GetF64(std::string_view key) const { return GetAs<double>(key); }
+Result<bool> GgufFile::GetBool(std::string_view key) const { return GetAs<bool>(key); }
+Result<std::string_view> GgufFile::GetString(std::string_view key) const {
+  return GetAs<std::string_view>(key);
+}
+
+Result<int64_t> GgufFile::GetInt(std::string_view key) const {
+  KV_ASSIGN_OR_RETURN(GgufValue value, Get(key));
+  return ForKey(key, value.AsInt());
+}
+
+Result<double> GgufFile::GetFloat(std::string_view key) const {
+  KV_ASSIGN_OR_RETURN(GgufValue value, Get(key));
+  return ForKey(key, value.AsFloat());
+}
+
+Result<std::vector<std::string_view>> GgufFile::GetStringArray(std::string_view key) const {
+  KV_ASSIGN_OR_RETURN(GgufValue value, Get(key));
+  return ForKey(key, value.AsStringArray());
+}
+
+Result<std::vector<int64_t>> GgufFile::GetIntArray(std::string_view key) const {
+  KV_ASSIGN_OR_RETURN(GgufValue value, Get(key));
+  return ForKey(key, value.AsIntArray());
+}
+
+Result<std::vector<float>> GgufFile::GetF32Array(std::string_view key) const {
+  KV_ASSIGN_OR_RETURN(GgufValue value, Get(key));
+  return ForKey(key, value.AsF32Array());
+}
+
+Result<std::string_view> GgufFile::Architecture() const { return GetString(kGgufArchitectureKey); }
+
+const GgufTensor* GgufFile::FindTensor(std::string_view name) const {
+  auto it = contents_.tensor_index.find(name);
+  return it == contents_.tensor_index.end() ? nullptr : &contents_.tensors[it->second];
+}
+
+}  // namespace kvengine
