@@ -124,6 +124,11 @@ class KvCacheManager {
   std::span<const int32_t> Tokens(SeqId seq) const;
 
   int num_groups() const { return static_cast<int>(groups_.size()); }
+  // Group holding model layer `layer` and the layer's index inside it; -1 if none.
+  int GroupOfLayer(int layer) const {
+    return layer >= 0 && size_t(layer) < layer_group_.size() ? layer_group_[size_t(layer)] : -1;
+  }
+  int SlotOfLayer(int layer) const { return layer_slot_[size_t(layer)]; }
   const KvGroup& group(int g) const { return *groups_[static_cast<size_t>(g)]; }
   int block_size() const { return config_.block_size; }
   const KvCacheConfig& config() const { return config_; }

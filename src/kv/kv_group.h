@@ -47,6 +47,7 @@ class KvGroup {
                                : storage_ + static_cast<size_t>(block) * layout_.bytes_per_block();
   }
   bool has_storage() const { return storage_ != nullptr; }
+  const uint8_t* storage() const { return storage_; }
   int64_t evictions() const { return evictions_; }
 
  private:
