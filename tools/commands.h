@@ -8,5 +8,7 @@ namespace kvengine::cli {
 
 void RegisterPlanCommand(CLI::App& app, int* exit_code);
 void RegisterBenchCommand(CLI::App& app, int* exit_code);
+void RegisterRunCommand(CLI::App& app, int* exit_code);
+void RegisterGenModelCommand(CLI::App& app, int* exit_code);
 
 }  // namespace kvengine::cli

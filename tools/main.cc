@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   kvengine::cli::RegisterPlanCommand(app, &exit_code);
   kvengine::cli::RegisterBenchCommand(app, &exit_code);
+  kvengine::cli::RegisterGenModelCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

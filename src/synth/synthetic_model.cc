@@ -1,0 +1,144 @@
+#include "synth/synthetic_model.h"
+
+#include <array>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "synth/synthetic_vocab.h"
+#include "synth/weight_encode.h"
+
+namespace kvengine {
+namespace {
+
+// llama.cpp's llama_ftype for a file whose matrices are all `type`.
+uint32_t FileType(GgmlType type) {
+  if (type == GgmlType::kF16) return 1;
+  if (type == GgmlType::kQ8_0) return 7;
+  if (type == GgmlType::kBF16) return 32;
+  return 0;  // kF32 (Validate admits only these four).
+}
+
+// Declares the tensors and binds their fillers; see synthetic_spec.h for the shapes.
+class TensorAdder {
+ public:
+  TensorAdder(const SyntheticModelSpec& spec, GgufWriter* writer, SynthProgress* progress)
+      : spec_(spec), writer_(writer), progress_(progress) {}
+
+  // A [fan_in, rows] matrix of spec.weight_type, uniform in +-SynthMatrixScale(fan_in).
+  Status Matrix(const std::string& name, int64_t fan_in, int64_t rows) {
+    const std::array<int64_t, 2> dims = {fan_in, rows};
+    return writer_->AddTensor(
+        name, spec_.weight_type, dims,
+        UniformFiller(spec_.weight_type, fan_in * rows, SynthTensorKey(spec_.seed, name),
+                      SynthMatrixScale(fan_in), progress_));
+  }
+
+  // An [n] F32 norm weight of ones.
+  Status Norm(const std::string& name, int64_t n) {
+    const std::array<int64_t, 1> dims = {n};
+    return writer_->AddTensor(name, GgmlType::kF32, dims, ConstantF32Filler(n, 1.0f, progress_));
+  }
+
+ private:
+  const SyntheticModelSpec& spec_;
+  GgufWriter* writer_;
+  SynthProgress* progress_;
+};
+
+Status AddHyperParameters(const SyntheticModelSpec& s, GgufWriter& w) {
+  const std::string a = s.architecture + ".";
+  auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };  // Validate bounded them.
+  KV_RETURN_IF_ERROR(w.AddString(kGgufArchitectureKey, s.architecture));
+  KV_RETURN_IF_ERROR(w.AddString("general.name", s.name));
+  KV_RETURN_IF_ERROR(w.AddU32("general.file_type", FileType(s.weight_type)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "vocab_size", u32(s.n_vocab)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "context_length", u32(s.context_length)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "embedding_length", u32(s.n_embd)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "block_count", u32(s.n_layers)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "feed_forward_length", u32(s.n_ff)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "attention.head_count", u32(s.n_heads)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "attention.head_count_kv", u32(s.n_kv_heads)));
+  KV_RETURN_IF_ERROR(w.AddU32(a + "rope.dimension_count", u32(s.HeadDim())));
+  if (s.n_embd % s.n_heads != 0 || s.HeadDim() != s.n_embd / s.n_heads) {
+    KV_RETURN_IF_ERROR(w.AddU32(a + "attention.key_length", u32(s.HeadDim())));
+    KV_RETURN_IF_ERROR(w.AddU32(a + "attention.value_length", u32(s.HeadDim())));
+  }
+  if (s.sliding_window > 0) {
+    KV_RETURN_IF_ERROR(w.AddU32(a + "attention.sliding_window", u32(s.sliding_window)));
+  }
+  KV_RETURN_IF_ERROR(w.AddF32(a + "rope.freq_base", s.rope_theta));
+  return w.AddF32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+}
+
+Status AddTokenizer(const SyntheticModelSpec& s, GgufWriter& w) {
+  const SyntheticVocab vocab = MakeSyntheticVocab(s.n_vocab);
+  KV_RETURN_IF_ERROR(w.AddString("tokenizer.ggml.model", "llama"));
+  KV_RETURN_IF_ERROR(
+      w.AddStringArray("tokenizer.ggml.tokens", std::span<const std::string>(vocab.tokens)));
+  KV_RETURN_IF_ERROR(w.AddArray("tokenizer.ggml.scores", std::span<const float>(vocab.scores)));
+  KV_RETURN_IF_ERROR(
+      w.AddArray("tokenizer.ggml.token_type", std::span<const int32_t>(vocab.types)));
+  KV_RETURN_IF_ERROR(w.AddU32("tokenizer.ggml.bos_token_id", kSynthBosId));
+  KV_RETURN_IF_ERROR(w.AddU32("tokenizer.ggml.eos_token_id", kSynthEosId));
+  KV_RETURN_IF_ERROR(w.AddU32("tokenizer.ggml.unknown_token_id", kSynthUnkId));
+  KV_RETURN_IF_ERROR(w.AddBool("tokenizer.ggml.add_bos_token", true));
+  return w.AddBool("tokenizer.ggml.add_eos_token", false);
+}
+
+Status AddTensors(const SyntheticModelSpec& s, GgufWriter& w, SynthProgress* progress) {
+  TensorAdder t(s, &w, progress);
+  const int64_t embd = s.n_embd;
+  const int64_t q_dim = int64_t{s.n_heads} * s.HeadDim();
+  const int64_t kv_dim = int64_t{s.n_kv_heads} * s.HeadDim();
+  KV_RETURN_IF_ERROR(t.Matrix("token_embd.weight", embd, s.n_vocab));
+  for (int layer = 0; layer < s.n_layers; ++layer) {
+    const std::string p = fmt::format("blk.{}.", layer);
+    KV_RETURN_IF_ERROR(t.Norm(p + "attn_norm.weight", embd));
+    KV_RETURN_IF_ERROR(t.Matrix(p + "attn_q.weight", embd, q_dim));
+    KV_RETURN_IF_ERROR(t.Matrix(p + "attn_k.weight", embd, kv_dim));
+    KV_RETURN_IF_ERROR(t.Matrix(p + "attn_v.weight", embd, kv_dim));
+    KV_RETURN_IF_ERROR(t.Matrix(p + "attn_output.weight", q_dim, embd));
+    KV_RETURN_IF_ERROR(t.Norm(p + "ffn_norm.weight", embd));
+    KV_RETURN_IF_ERROR(t.Matrix(p + "ffn_gate.weight", embd, s.n_ff));
+    KV_RETURN_IF_ERROR(t.Matrix(p + "ffn_up.weight", embd, s.n_ff));
+    KV_RETURN_IF_ERROR(t.Matrix(p + "ffn_down.weight", s.n_ff, embd));
+  }
+  KV_RETURN_IF_ERROR(t.Norm("output_norm.weight", embd));
+  if (!s.tied_output) KV_RETURN_IF_ERROR(t.Matrix("output.weight", embd, s.n_vocab));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<GgufWriter> BuildSyntheticWriter(const SyntheticModelSpec& spec, SynthProgress* progress) {
+  KV_RETURN_IF_ERROR(spec.Validate());
+  GgufWriter w;
+  KV_RETURN_IF_ERROR(AddHyperParameters(spec, w));
+  KV_RETURN_IF_ERROR(AddTokenizer(spec, w));
+  KV_RETURN_IF_ERROR(w.AddString(kSyntheticSpecKey, SyntheticSpecString(spec)));
+  KV_RETURN_IF_ERROR(AddTensors(spec, w, progress));
+  return w;
+}
+
+Status WriteSyntheticModel(const SyntheticModelSpec& spec, const std::string& path,
+                           const SyntheticProgressFn& progress) {
+  SynthProgress counter;
+  counter.callback = progress;
+  KV_ASSIGN_OR_RETURN(GgufWriter writer, BuildSyntheticWriter(spec, &counter));
+  KV_ASSIGN_OR_RETURN(counter.total, writer.FileSize());
+  KV_RETURN_IF_ERROR(writer.WriteToFile(path));
+  if (progress) progress(counter.total, counter.total);
+  return Status::Ok();
+}
+
+uint64_t SyntheticModelBytes(const SyntheticModelSpec& spec) {
+  Result<GgufWriter> writer = BuildSyntheticWriter(spec, nullptr);
+  if (!writer.ok()) return 0;
+  Result<uint64_t> size = writer->FileSize();
+  return size.ok() ? *size : 0;
+}
+
+}  // namespace kvengine

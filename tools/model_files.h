@@ -1,0 +1,23 @@
+// Finding the GGUF file a command runs: a path, or a synthetic preset generated once into the
+// cache folder ($KVENGINE_CACHE, else $XDG_CACHE_HOME/kvengine, else ~/.cache/kvengine).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "gguf/gguf_reader.h"
+
+namespace kvengine::cli {
+
+struct ModelFile {
+  std::string path;
+  bool synthetic = false;  // Random weights: the text it writes is meaningless.
+  std::shared_ptr<const GgufFile> file;
+};
+
+// `model` is a GGUF path or a synthetic preset name (tiny, small, llama-1b, ...), optionally with
+// overrides "preset:key=value,key=value". Generating shows a progress bar on a terminal.
+Result<ModelFile> OpenModelFile(const std::string& model);
+
+}  // namespace kvengine::cli
