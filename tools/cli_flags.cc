@@ -9,6 +9,7 @@
 #include "gguf/gguf_reader.h"
 #include "model_config/gguf_config.h"
 #include "model_config/presets.h"
+#include "synth/synthetic_spec.h"
 
 namespace kvengine::cli {
 
@@ -58,8 +59,30 @@ Result<ResolvedModel> ResolveModel(const std::string& model) {
     KV_ASSIGN_OR_RETURN(ModelConfig config, ModelConfigFromGguf(*file, name));
     return ResolvedModel{std::move(config), GgufFingerprint(*file)};
   }
-  KV_ASSIGN_OR_RETURN(ModelConfig config, FindPreset(model));
-  return ResolvedModel{std::move(config), "preset:" + model};
+  Result<ModelConfig> preset = FindPreset(model);
+  if (preset.ok()) return ResolvedModel{std::move(preset).value(), "preset:" + model};
+  // A synthetic preset (tiny, small, llama-1b, ...): the shape `run` would generate.
+  Result<SyntheticModelSpec> synth = ParseSyntheticSpec(model);
+  if (!synth.ok()) {
+    std::string shapes, synthetic;
+    for (const std::string& n : PresetNames()) shapes += (shapes.empty() ? "" : ", ") + n;
+    for (const std::string& n : SyntheticPresetNames()) {
+      synthetic += (synthetic.empty() ? "" : ", ") + n;
+    }
+    return NotFound("no model '" + model + "': not a file, a model shape (" + shapes +
+                    ") or a synthetic preset (" + synthetic + ")");
+  }
+  ModelConfig c;
+  c.name = synth->name;
+  c.architecture = synth->architecture;
+  c.n_layers = synth->n_layers;
+  c.n_embd = synth->n_embd;
+  c.n_heads = synth->n_heads;
+  c.n_kv_heads = synth->n_kv_heads;
+  c.head_dim_k = c.head_dim_v = synth->HeadDim();
+  c.context_length = synth->context_length;
+  c.sliding_window = synth->sliding_window;
+  return ResolvedModel{std::move(c), "synthetic:" + SyntheticSpecString(*synth)};
 }
 
 Result<KvDtypeMap> ResolveKvDtypes(const CommonFlags& f, int n_layers) {
