@@ -1,0 +1,62 @@
+// Vector e^x for the SIMD kernels (softmax, SiLU), included once per Highway target by the files
+// that use it (not a public header). Its error budget vs the exact e^x is kExpMaxRelError
+// (kernel_tolerance.h), checked on every target by vector_ops_test.cc.
+//
+// Method: x = n * ln2 + r with n = round(x / ln2), |r| <= ln2 / 2 (+ rounding), reduced in two
+// steps (Cody-Waite: ln2_hi has 9 significant bits, so n * ln2_hi is exact for |n| <= 2^15);
+// e^r by its degree-7 Taylor polynomial (truncation below 2^-27 relative on that interval) in
+// Horner form; then times 2^n as two powers of two 2^(n/2) * 2^(n - n/2), each a normal float
+// for every n in [-150, 128], so results that overflow become inf and results below 2^-126 are
+// rounded once into the subnormals, as std::exp does.
+// Special inputs: x >= 89 gives +inf (and so does +inf), x <= -104 gives +0 (and -inf does),
+// NaN gives NaN.
+
+#if defined(KVENGINE_KERNELS_EXP_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KVENGINE_KERNELS_EXP_SIMD_INL_H_
+#undef KVENGINE_KERNELS_EXP_SIMD_INL_H_
+#else
+#define KVENGINE_KERNELS_EXP_SIMD_INL_H_
+#endif
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvengine::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D>
+HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
+  using V = hn::Vec<D>;
+  const hn::RebindToSigned<D> di;
+  // Beyond these bounds the result is inf / 0 anyway; clamping keeps n within [-150, 128].
+  const V xc = hn::Min(hn::Max(x, hn::Set(d, -104.0f)), hn::Set(d, 89.0f));
+  // n = round(x * log2(e)) by the 1.5 * 2^23 magic add (|x * log2(e)| <= 151, far below 2^22).
+  const V magic = hn::Set(d, 0x1.8p23f);
+  const V n = hn::Sub(hn::MulAdd(xc, hn::Set(d, 1.44269504088896341f), magic), magic);
+  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), xc);  // ln2_hi = 355 / 512.
+  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);  // ln2_lo = ln2 - ln2_hi.
+  // e^r = sum_k r^k / k!, k <= 7.
+  V p = hn::Set(d, 1.0f / 5040.0f);
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 720.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 120.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 24.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 6.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  // 2^n = 2^n1 * 2^n2 with n1 = floor(n / 2): both exponents within [-75, 64].
+  const auto ni = hn::ConvertTo(di, n);
+  const auto n1 = hn::ShiftRight<1>(ni);
+  const auto n2 = hn::Sub(ni, n1);
+  const auto bias = hn::Set(di, 127);
+  const V s1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n1, bias)));
+  const V s2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n2, bias)));
+  const V result = hn::Mul(hn::Mul(p, s1), s2);
+  return hn::IfThenElse(hn::IsNaN(x), x, result);
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace kvengine::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard

@@ -1,0 +1,34 @@
+// The scalar reference kernels: plain loops that define each kernel's result. The SIMD kernels
+// are tested against these (bit for bit where the operations are the same, within the budgets of
+// kernel_tolerance.h where the summation order or the exponential differ). Also the "ref"
+// KernelTable, so ForceKernelTarget("ref") runs the whole model on them.
+//
+// Arithmetic: the library compiles with -ffp-contract=off, so every a * b + c here is a multiply
+// then an add, exactly as written.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/weight_view.h"
+
+namespace kvengine::kernels_ref {
+
+// For each row r in [row_begin, row_end): decodes the row, then for each token t sums
+// w[r][c] * x[t][c] in float, c = 0, 1, ... in order.
+void MatMulRows(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
+                int64_t row_end, float* y);
+void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst);
+
+// Sum of squares in double; scale = 1 / sqrt(float(sum / n) + eps) in float; out = x * scale * w.
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
+// m = max; x = std::exp(x - m); sum in double; x *= float(1 / sum).
+void Softmax(float* x, int64_t n);
+// out = gate / (1 + std::exp(-gate)) * up.
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+void AddInPlace(float* y, const float* x, int64_t n);
+void Exp(const float* x, int64_t n, float* out);
+// Per head and rotated pair (x0, x1) with angle i: x0' = x0 * cos_i - x1 * sin_i,
+// x1' = x0 * sin_i + x1 * cos_i. Pairs are (2i, 2i + 1), or (i, i + n_rot / 2) when neox.
+void RopeApply(float* x, int n_heads, int head_dim, int n_rot, bool neox, const float* cos_sin);
+
+}  // namespace kvengine::kernels_ref

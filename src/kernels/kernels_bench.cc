@@ -1,0 +1,186 @@
+// Micro-benchmarks of the CPU kernels on the active (best) target, with the scalar reference
+// beside it where that is useful, and the machine's streaming read bandwidth measured in the same
+// run so that MatMul's weight bytes/s can be read as a fraction of it.
+//
+// MatMul arguments: {weight type index in kTypes, n_tokens, threads}; shape 2048 x 2048.
+// bytes/s counts the weight bytes (the memory a decode step streams); items/s counts tokens.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/kernel_target.h"
+#include "kernels/matmul.h"
+#include "kernels/vector_ops.h"
+#include "quant/half.h"
+
+namespace kvengine {
+namespace {
+
+constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0};
+constexpr int64_t kRows = 2048;
+constexpr int64_t kCols = 2048;
+// Weights are cycled through copies totalling at least this many bytes, far beyond any last-level
+// cache (an EPYC CCD has 32 MiB), so every call streams them from memory as a decode step does.
+constexpr size_t kWeightFootprint = size_t{192} << 20;
+
+std::vector<uint8_t> RandomWeightBytes(GgmlType type, size_t row_bytes, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(row_bytes * kRows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  // Keep values finite: rewrite every float / half / scale with a normal value.
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  for (int64_t r = 0; r < kRows; ++r) {
+    uint8_t* row = bytes.data() + r * row_bytes;
+    for (int64_t c = 0; c < kCols; ++c) {
+      const float v = normal(rng);
+      if (type == GgmlType::kF32) std::memcpy(row + 4 * c, &v, 4);
+      if (type == GgmlType::kF16) {
+        const uint16_t h = F32ToF16(v);
+        std::memcpy(row + 2 * c, &h, 2);
+      }
+      if (type == GgmlType::kBF16) {
+        const uint16_t h = F32ToBf16(v);
+        std::memcpy(row + 2 * c, &h, 2);
+      }
+      if (type == GgmlType::kQ8_0 && c % 32 == 0) {
+        const uint16_t d = F32ToF16(0.001f);
+        std::memcpy(row + (c / 32) * 34, &d, 2);
+      }
+    }
+  }
+  return bytes;
+}
+
+void BM_MatMul(benchmark::State& state) {
+  const GgmlType type = kTypes[state.range(0)];
+  const int64_t n_tokens = state.range(1);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  std::mt19937 rng(1);
+  const size_t row_bytes = static_cast<size_t>(*GgmlRowBytes(type, kCols));
+  std::vector<std::vector<uint8_t>> copies = {RandomWeightBytes(type, row_bytes, rng)};
+  while (copies.size() * copies[0].size() < kWeightFootprint) copies.push_back(copies[0]);
+  std::vector<float> x(static_cast<size_t>(n_tokens * kCols));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x) v = normal(rng);
+  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
+  size_t i = 0;
+  for (auto _ : state) {
+    const WeightView w{type, kRows, kCols, copies[i++ % copies.size()].data(), row_bytes};
+    MatMul(w, x.data(), n_tokens, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(row_bytes) * kRows);
+  state.SetItemsProcessed(state.iterations() * n_tokens);
+  state.counters["GFLOPS"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 2.0 * kRows * kCols * n_tokens * 1e-9,
+      benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(GgmlTypeName(type)) + " " + ActiveKernelTarget());
+}
+BENCHMARK(BM_MatMul)
+    ->ArgNames({"type", "tokens", "threads"})
+    ->ArgsProduct({{0, 1, 2, 3}, {1, 8}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// Cost of one ParallelFor with an empty body: the per-call overhead a decode step pays per matmul
+// (argument: threads).
+void BM_ParallelForOverhead(benchmark::State& state) {
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  std::vector<int64_t> sink(64);
+  for (auto _ : state) {
+    pool.ParallelFor(64, [&](int64_t begin, int64_t end) { sink[begin] = end; });
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_ParallelForOverhead)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
+
+// Streaming read bandwidth over 256 MiB (an integer sum, which vectorizes), split over the pool's
+// threads as MatMul splits its rows: the ceiling for a memory-bound decode matmul (argument:
+// threads). Compare MatMul's bytes/s with this figure from the same run.
+void BM_ReadBandwidth(benchmark::State& state) {
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  const int64_t words = (int64_t{256} << 20) / static_cast<int64_t>(sizeof(uint64_t));
+  std::unique_ptr<uint64_t[]> buf(new uint64_t[static_cast<size_t>(words)]);
+  for (int64_t i = 0; i < words; ++i) buf[i] = static_cast<uint64_t>(i);
+  std::vector<uint64_t> sums(static_cast<size_t>(pool.num_threads()) * 8);
+  for (auto _ : state) {
+    pool.ParallelFor(pool.num_threads(), [&](int64_t begin, int64_t end) {
+      for (int64_t part = begin; part < end; ++part) {
+        const int64_t lo = words / pool.num_threads() * part;
+        const int64_t hi = lo + words / pool.num_threads();
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int64_t i = lo; i < hi; i += 4) {
+          s0 += buf[i];
+          s1 += buf[i + 1];
+          s2 += buf[i + 2];
+          s3 += buf[i + 3];
+        }
+        sums[static_cast<size_t>(part) * 8] = s0 + s1 + s2 + s3;  // One cache line per part.
+      }
+    });
+    benchmark::DoNotOptimize(sums.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * words * static_cast<int64_t>(sizeof(uint64_t)));
+}
+BENCHMARK(BM_ReadBandwidth)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Vector kernels at n = 4096 (hidden size) and 32000 (vocabulary): argument {n, ref?}.
+template <void (*kRun)(std::vector<float>&, std::vector<float>&, const std::vector<float>&)>
+void BM_Vector(benchmark::State& state) {
+  const bool ref = state.range(1) != 0;
+  const std::string previous = ActiveKernelTarget();
+  if (ref) (void)ForceKernelTarget("ref");
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(state.range(0)));
+  std::vector<float> w(x.size());
+  std::vector<float> out(x.size());
+  for (float& v : x) v = normal(rng);
+  for (float& v : w) v = normal(rng);
+  for (auto _ : state) {
+    kRun(x, out, w);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.SetLabel(ActiveKernelTarget());
+  (void)ForceKernelTarget(previous);
+}
+
+void RunRmsNorm(std::vector<float>& x, std::vector<float>& out, const std::vector<float>& w) {
+  RmsNorm(x.data(), w.data(), static_cast<int64_t>(x.size()), 1e-5f, out.data());
+}
+void RunSoftmax(std::vector<float>& x, std::vector<float>& out, const std::vector<float>&) {
+  out = x;
+  Softmax(out.data(), static_cast<int64_t>(out.size()));
+}
+void RunSwiGlu(std::vector<float>& x, std::vector<float>& out, const std::vector<float>& w) {
+  SwiGlu(x.data(), w.data(), static_cast<int64_t>(x.size()), out.data());
+}
+
+BENCHMARK(BM_Vector<RunRmsNorm>)
+    ->Name("BM_RmsNorm")
+    ->ArgNames({"n", "ref"})
+    ->ArgsProduct({{4096}, {0, 1}});
+BENCHMARK(BM_Vector<RunSoftmax>)
+    ->Name("BM_Softmax")
+    ->ArgNames({"n", "ref"})
+    ->ArgsProduct({{4096, 32000}, {0, 1}});
+BENCHMARK(BM_Vector<RunSwiGlu>)
+    ->Name("BM_SwiGlu")
+    ->ArgNames({"n", "ref"})
+    ->ArgsProduct({{11008}, {0, 1}});
+
+}  // namespace
+}  // namespace kvengine

@@ -1,0 +1,31 @@
+// Matrix multiplication of weights (any WeightFormat) with f32 activations, and the dequantization
+// of one weight row (embedding lookup).
+//
+// Batch invariance (a contract every implementation keeps, tested in matmul_test.cc): the value of
+// y[t * rows + r] is a function of weight row r and token t's activations only, bit for bit on a
+// given kernel target. It does not depend on n_tokens, on the other tokens in the batch, on how a
+// ThreadPool splits the rows, or on which tile shape computed it. Every dot product therefore has
+// one fixed reduction order; threads split the work by output rows only; weights are decoded
+// exactly (Q8_0 values d * q are exact in f32) and activations are never quantized.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "kernels/weight_view.h"
+
+namespace kvengine {
+
+// y[t * w.rows + r] = sum_c w[r][c] * x[t * w.cols + c]  for t < n_tokens, r < w.rows.
+//   x: n_tokens x w.cols floats (token-major); y: n_tokens x w.rows floats (token-major); y must
+//   not overlap x or the weights.
+// Requires CheckWeightView(w).ok() (KV_CHECKed for the type) and n_tokens >= 0. `pool` may be
+// nullptr (runs on the caller). Weights are streamed once per call for all tokens while the
+// activations of a token block stay in cache, so batching tokens is cheaper than separate calls.
+void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+// dst[0, n) = the n elements encoded at src, decoded exactly (F32, F16, BF16, Q8_0; for Q8_0 n is a
+// multiple of 32). Requires CheckMatMulType(type).ok() (KV_CHECKed).
+void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst);
+
+}  // namespace kvengine

@@ -1,0 +1,50 @@
+// A weight matrix as the kernels see it: a view of ggml-layout bytes (usually inside the mmapped
+// GGUF file), and the weight formats the matmul kernels support.
+//
+// Layout (ggml): the tensor's ne0 = `cols` elements of one row are contiguous, encoded as the
+// type's blocks; rows (ne1 = `rows`) follow each other `row_bytes` apart. Supported formats:
+//   F32   cols x binary32
+//   F16   cols x binary16                      (half.h)
+//   BF16  cols x bfloat16                      (half.h)
+//   Q8_0  cols / 32 blocks of 34 bytes: f16 scale d, then 32 x int8 q; element = d * q.
+//         cols must be a multiple of 32.
+// Multi-byte values are little-endian; no alignment is required of `data` or `row_bytes`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "base/status.h"
+#include "gguf/gguf_types.h"
+
+namespace kvengine {
+
+// A non-owning view; the bytes must outlive every call that uses it.
+struct WeightView {
+  GgmlType type = GgmlType::kF32;
+  int64_t rows = 0;               // ne1: output features.
+  int64_t cols = 0;               // ne0: input features, contiguous within a row.
+  const uint8_t* data = nullptr;  // Row r starts at data + r * row_bytes.
+  size_t row_bytes = 0;           // >= GgmlRowBytes(type, cols).
+};
+
+// The weight formats the kernels implement. Adding one means adding it here, to WeightFormatOf
+// and to each kernel's exhaustive switch (matmul_ref.cc, matmul_hwy.cc).
+enum class WeightFormat { kF32, kF16, kBF16, kQ8_0 };
+
+inline constexpr int64_t kQ8_0BlockElements = 32;  // QK8_0.
+inline constexpr size_t kQ8_0BlockBytes = 34;      // f16 d + 32 x int8.
+
+// The kernel format of a ggml type, or nullopt when no kernel supports it.
+std::optional<WeightFormat> WeightFormatOf(GgmlType type);
+
+// OK for F32, F16, BF16 and Q8_0; otherwise an InvalidArgument error naming the type, e.g.
+// "weight type q4_K is not supported by the CPU kernels (supported: f32, f16, bf16, q8_0)".
+Status CheckMatMulType(GgmlType type);
+
+// CheckMatMulType plus the shape: rows, cols >= 1, cols a whole number of blocks, row_bytes large
+// enough, data non-null. For loaders to call once per tensor; MatMul only KV_CHECKs.
+Status CheckWeightView(const WeightView& w);
+
+}  // namespace kvengine

@@ -1,0 +1,61 @@
+// Shared helpers of the runtime tests: the shared models folder and model + KV setup.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kv/kv_cache_manager.h"
+#include "model/model.h"
+#include "model_config/kv_groups.h"
+
+namespace kvengine::testing {
+
+inline std::filesystem::path ModelsDir() {
+  if (const char* env = std::getenv("KVENGINE_MODELS_DIR")) return env;
+  return std::filesystem::path(KVENGINE_SOURCE_DIR) / ".." / "shared" / "models";
+}
+
+// Skips the test when the shared models are absent, but fails under CI=true.
+#define KV_REQUIRE_MODEL(path)                                                          \
+  do {                                                                                  \
+    if (!std::filesystem::exists(path)) {                                               \
+      const char* ci = std::getenv("CI");                                               \
+      if (ci != nullptr && std::string(ci) == "true") FAIL() << "missing " << (path);   \
+      GTEST_SKIP() << "no " << (path) << " (set KVENGINE_MODELS_DIR)";                  \
+    }                                                                                   \
+  } while (0)
+
+struct LoadedModel {
+  std::shared_ptr<const GgufFile> file;
+  std::unique_ptr<Model> model;
+};
+
+inline LoadedModel LoadForTest(const std::filesystem::path& path) {
+  LoadedModel m;
+  auto f = GgufFile::Open(path.string());
+  KV_CHECK(f.ok()) << f.status().ToString();
+  m.file = std::shared_ptr<const GgufFile>(std::move(f).value());
+  auto model = LoadModel(m.file, path.filename().string());
+  KV_CHECK(model.ok()) << model.status().ToString();
+  m.model = std::move(model).value();
+  return m;
+}
+
+inline std::unique_ptr<KvCacheManager> MakeKv(const Model& model, KvDtype dtype, int64_t ctx,
+                                              int block_size = 16, bool prefix = true,
+                                              int32_t blocks = 256) {
+  KvCacheConfig c;
+  c.groups = *BuildKvGroups(model.config(), UniformDtypes(dtype));
+  c.block_size = block_size;
+  c.num_blocks = blocks;
+  c.max_model_len = ctx;
+  c.enable_prefix_caching = prefix;
+  c.model_fingerprint = model.config().name;
+  return std::move(KvCacheManager::Create(c)).value();
+}
+
+}  // namespace kvengine::testing

@@ -1,0 +1,205 @@
+// `kvengine run`: generate text from a prompt, streaming it, then one line of figures.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "base/size_parse.h"
+#include "cli_flags.h"
+#include "commands.h"
+#include "kernels/kernel_target.h"
+#include "model/model.h"
+#include "model_files.h"
+#include "planner/kv_plan.h"
+#include "runtime/generator.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kvengine::cli {
+namespace {
+
+struct RunFlags {
+  CommonFlags common;
+  std::string prompt;
+  std::string prompt_ids;
+  int64_t n_predict = 64;
+  SamplingParams sampling;
+  int threads = 0;
+  int top_logits = 0;
+  std::string isa;
+};
+
+Result<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) {
+      return InvalidArgument("--prompt-ids: '" + item + "' is not a token id");
+    }
+    ids.push_back(int32_t(v));
+  }
+  return ids;
+}
+
+int RunRun(RunFlags& f) {
+  if (!f.isa.empty()) {
+    Status s = ForceKernelTarget(f.isa);
+    if (!s.ok()) return Fail(s);
+  }
+  Result<ModelFile> mf = OpenModelFile(f.common.model);
+  if (!mf.ok()) return Fail(mf.status());
+  Result<std::unique_ptr<Model>> model = LoadModel(mf->file, mf->path);
+  if (!model.ok()) return Fail(model.status());
+  const ModelConfig& cfg = (*model)->config();
+  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::FromGguf(*mf->file);
+  if (!tok.ok()) return Fail(tok.status());
+  Result<KvDtypeMap> dtypes = ResolveKvDtypes(f.common, cfg.n_layers);
+  if (!dtypes.ok()) return Fail(dtypes.status());
+  Result<int64_t> ctx = ResolveCtx(f.common, cfg);
+  if (!ctx.ok()) return Fail(ctx.status());
+  std::vector<int32_t> prompt;
+  if (!f.prompt_ids.empty()) {
+    Result<std::vector<int32_t>> ids = ParseIds(f.prompt_ids);
+    if (!ids.ok()) return Fail(ids.status());
+    prompt = *ids;
+  } else {
+    prompt = (*tok)->Encode(f.prompt, /*add_special=*/true);
+  }
+  // The pool holds one sequence of ctx tokens, plus one prefill chunk for windowed groups.
+  PlanOptions po;
+  po.ctx = *ctx;
+  po.block_size = f.common.block_size;
+  Result<KvPlan> plan = PlanKv(cfg, *dtypes, po);
+  if (!plan.ok()) return Fail(plan.status());
+  GenerateOptions go;
+  go.max_new_tokens = f.n_predict;
+  go.sampling = f.sampling;
+  go.eos_token = (*tok)->eos();
+  go.top_logits = f.top_logits;
+  KvCacheConfig kc;
+  kc.groups = *BuildKvGroups(cfg, *dtypes);
+  kc.block_size = f.common.block_size;
+  kc.max_model_len = *ctx;
+  uint64_t all_groups_block = 0;
+  for (const GroupPlan& g : plan->groups) all_groups_block += g.bytes_per_block;
+  kc.memory_bytes = plan->kv_bytes_per_sequence +
+                    uint64_t(go.prefill_chunk / f.common.block_size + 1) * all_groups_block;
+  kc.model_fingerprint = mf->path;
+  Result<std::unique_ptr<KvCacheManager>> kv = KvCacheManager::Create(kc);
+  if (!kv.ok()) return Fail(kv.status());
+  const int threads = f.threads > 0 ? f.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(threads);
+  if (mf->synthetic && !f.common.json) {
+    std::fprintf(stderr, "(synthetic model %s: random weights, the text is meaningless)\n",
+                 mf->path.c_str());
+  }
+  StreamDecoder stream(**tok);
+  std::string text;
+  auto on_token = [&](int32_t id) {
+    const std::string piece = stream.Push(id);
+    text += piece;
+    if (!f.common.json) {
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  if (!f.common.json && f.prompt_ids.empty()) std::fputs(f.prompt.c_str(), stdout);
+  Result<GenerateResult> r = Generate(**model, **kv, pool, 1, prompt, go, on_token);
+  if (!r.ok()) return Fail(r.status());
+  const std::string tail = stream.Finish();
+  text += tail;
+  const double prefill_tps = r->prefill_seconds > 0 ? r->prefill_tokens / r->prefill_seconds : 0;
+  const double decode_n = double(r->output_ids.size() > 0 ? r->output_ids.size() - 1 : 0);
+  const double decode_tps = r->decode_seconds > 0 ? decode_n / r->decode_seconds : 0;
+  if (f.common.json) {
+    nlohmann::ordered_json j;
+    j["model"] = mf->path;
+    j["prompt_token_ids"] = prompt;
+    j["output_token_ids"] = r->output_ids;
+    j["text"] = text;
+    j["prefill_tokens_per_s"] = prefill_tps;
+    j["decode_tokens_per_s"] = decode_tps;
+    j["kv_dtype"] = dtypes->Describe();
+    j["kv_bytes_per_token"] = plan->kv_bytes_per_token;
+    j["kv_bytes_in_use"] = r->kv_bytes_in_use;
+    j["threads"] = threads;
+    j["kernel_target"] = ActiveKernelTarget();
+    if (f.top_logits > 0) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& row : r->prompt_top_logits) {
+        nlohmann::json entries = nlohmann::json::array();
+        for (const auto& [id, logit] : row) entries.push_back({id, logit});
+        rows.push_back(entries);
+      }
+      j["prompt_top_logits"] = rows;
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s\n", tail.c_str());
+  std::printf("[prompt %zu tokens, generated %zu | prefill %.1f tok/s, decode %.1f tok/s | KV %s, "
+              "%llu bytes/token, %s in use | %d threads, %s]\n",
+              prompt.size(), r->output_ids.size(), prefill_tps, decode_tps,
+              dtypes->Describe().c_str(), static_cast<unsigned long long>(plan->kv_bytes_per_token),
+              FormatBytes(r->kv_bytes_in_use).c_str(), threads, ActiveKernelTarget().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void RegisterRunCommand(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<RunFlags>();
+  f->common.model = "small";
+  CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt over the paged KV cache");
+  cmd->add_option("-m,--model", f->common.model,
+                  "GGUF file, or a synthetic preset generated once into the cache (tiny, small, "
+                  "llama-1b, mistral-tiny, mistral-small; random weights)")
+      ->capture_default_str();
+  cmd->add_option("-p,--prompt", f->prompt, "Prompt text (BOS added as the model's metadata says)");
+  cmd->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids (1,403,...)");
+  cmd->add_option("-n,--n-predict", f->n_predict, "Tokens to generate")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_option("--temp", f->sampling.temperature, "Temperature; 0 = greedy")
+      ->capture_default_str();
+  cmd->add_option("--top-k", f->sampling.top_k, "Top-k (0 = off)")->capture_default_str();
+  cmd->add_option("--top-p", f->sampling.top_p, "Top-p (1 = off)")->capture_default_str();
+  cmd->add_option("--min-p", f->sampling.min_p, "Min-p (0 = off)")->capture_default_str();
+  cmd->add_option("--repeat-penalty", f->sampling.repetition_penalty,
+                  "Repetition penalty over the last 64 tokens (1 = off)")
+      ->capture_default_str();
+  cmd->add_option("--seed", f->sampling.seed, "Sampling seed (same seed, same text)")
+      ->capture_default_str();
+  AddCtxFlag(cmd, &f->common);
+  AddKvFlags(cmd, &f->common);
+  cmd->add_option("-t,--threads", f->threads, "Worker threads (default: all cores)");
+  cmd->add_option("--top-logits", f->top_logits,
+                  "With --json: add prompt_top_logits, the top-K [id, logit] after every prompt "
+                  "position (teacher forcing)")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--isa", f->isa,
+                  "Force a kernel instruction set (AVX3, AVX2, SSE4, SCALAR, ref) for testing; "
+                  "default: the best this CPU runs (env KVENGINE_ISA too)")
+      ->envname("KVENGINE_ISA");
+  AddJsonFlag(cmd, &f->common);
+  cmd->callback([f, exit_code] {
+    if (f->prompt.empty() && f->prompt_ids.empty()) {
+      *exit_code = Fail(InvalidArgument("give a prompt with -p TEXT or --prompt-ids IDS"));
+      return;
+    }
+    Status v = f->sampling.Validate();
+    if (!v.ok()) {
+      *exit_code = Fail(v);
+      return;
+    }
+    *exit_code = RunRun(*f);
+  });
+}
+
+}  // namespace kvengine::cli
