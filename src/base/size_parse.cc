@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/strings.h"
+
 namespace kvengine {
 namespace {
 
@@ -23,16 +25,6 @@ bool SplitNumber(std::string_view text, double* number, std::string_view* suffix
   return true;
 }
 
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 Result<uint64_t> Scale(std::string_view text, double number, double multiplier) {
   const double bytes = number * multiplier;
@@ -61,7 +53,7 @@ Result<uint64_t> ParseSize(std::string_view text) {
       {"tb", 1e12},
   };
   for (const Unit& unit : kUnits) {
-    if (EqualsNoCase(suffix, unit.name)) return Scale(text, number, unit.multiplier);
+    if (EqualsIgnoreCase(suffix, unit.name)) return Scale(text, number, unit.multiplier);
   }
   return InvalidArgument("unknown size suffix '" + std::string(suffix) + "' in '" +
                          std::string(text) + "' (use B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)");
@@ -93,9 +85,9 @@ Result<uint64_t> ParseTokenCount(std::string_view text) {
   double multiplier = 1;
   if (suffix.empty()) {
     multiplier = 1;
-  } else if (EqualsNoCase(suffix, "k")) {
+  } else if (EqualsIgnoreCase(suffix, "k")) {
     multiplier = 1024;
-  } else if (EqualsNoCase(suffix, "m")) {
+  } else if (EqualsIgnoreCase(suffix, "m")) {
     multiplier = 1024.0 * 1024.0;
   } else {
     return InvalidArgument("unknown suffix '" + std::string(suffix) + "' in token count '" +

@@ -1,5 +1,7 @@
 #include "gguf/gguf_types.h"
 
+#include "base/strings.h"
+
 #include <array>
 #include <cctype>
 
@@ -108,14 +110,7 @@ Result<GgmlType> GgmlTypeFromId(uint32_t id) {
 
 Result<GgmlType> GgmlTypeFromName(std::string_view name) {
   for (GgmlType type : kAllGgmlTypes) {
-    std::string_view candidate = GgmlTypeName(type);
-    if (candidate.size() != name.size()) continue;
-    bool equal = true;
-    for (size_t i = 0; i < name.size() && equal; ++i) {
-      equal = std::tolower(static_cast<unsigned char>(name[i])) ==
-              std::tolower(static_cast<unsigned char>(candidate[i]));
-    }
-    if (equal) return type;
+    if (EqualsIgnoreCase(GgmlTypeName(type), name)) return type;
   }
   return InvalidArgument(fmt::format("unknown ggml tensor type name '{}'", name));
 }

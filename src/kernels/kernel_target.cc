@@ -1,10 +1,12 @@
 // Kernel tables per target, the one in use, and the override.
 #include "kernels/kernel_target.h"
 
+
 #include <atomic>
 #include <cctype>
 
 #include "base/check.h"
+#include "base/strings.h"
 #include "hwy/targets.h"
 #include "kernels/kernel_ref.h"
 #include "kernels/kernel_registry.h"
@@ -35,16 +37,6 @@ std::vector<KernelTable> BuildTables() {
 // The table in use; nullptr until first use, then always one of AvailableKernelTables().
 std::atomic<const KernelTable*> g_active{nullptr};
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 bool IsBaseline(int64_t hwy_target) { return hwy_target == HWY_SCALAR || hwy_target == HWY_EMU128; }
 
