@@ -15,3 +15,12 @@ echo
 echo "== kvengine bench kv"
 build/tools/kvengine bench kv --svg build/bench-kv.svg
 echo "(chart: build/bench-kv.svg)"
+echo
+echo "== kvengine run (synthetic 'small' model: random weights, so the text is noise; the figures are real)"
+build/tools/kvengine run -p "Once upon a time" -n 32 --kv-dtype int8
+models="$(cd .. && pwd)/shared/models"
+if [ -f "$models/stories260K.gguf" ]; then
+  echo
+  echo "== kvengine run on the real stories260K model, int4 KV"
+  build/tools/kvengine run -m "$models/stories260K.gguf" -c 512 -p "Once upon a time" -n 48 --temp 0 --kv-dtype int4
+fi
