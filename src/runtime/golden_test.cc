@@ -26,7 +26,8 @@ void CheckGreedy(KvDtype dtype, size_t ids_to_match) {
   KV_REQUIRE_MODEL(path);
   auto m = testing::LoadForTest(path);
   ThreadPool pool(2);
-  for (const auto& c : Golden()["cases"]) {
+  const nlohmann::json golden = Golden();  // Named: a temporary would die before the loop body.
+  for (const auto& c : golden["cases"]) {
     SCOPED_TRACE(c["prompt"].get<std::string>() + " " + std::string(KvDtypeName(dtype)));
     const auto prompt = c["prompt_token_ids"].get<std::vector<int32_t>>();
     const auto expected = c["output_token_ids"].get<std::vector<int32_t>>();
@@ -53,7 +54,8 @@ TEST(GoldenTest, TeacherForcedTop5Logits) {
   KV_REQUIRE_MODEL(path);
   auto m = testing::LoadForTest(path);
   ThreadPool pool(2);
-  for (const auto& c : Golden()["cases"]) {
+  const nlohmann::json golden = Golden();  // Named: a temporary would die before the loop body.
+  for (const auto& c : golden["cases"]) {
     auto ids = c["prompt_token_ids"].get<std::vector<int32_t>>();
     const auto out = c["output_token_ids"].get<std::vector<int32_t>>();
     ids.insert(ids.end(), out.begin(), out.end());
