@@ -1,0 +1,189 @@
+// Engine's public API: creation, the loop thread's start and stop, and Submit's validation and
+// up-front rejection (any thread). The loop itself is in engine_loop.cc.
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <string>
+
+#include "model_config/kv_groups.h"
+#include "runtime/engine_internal.h"
+
+namespace kvengine {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone:
+      return "none";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "?";
+}
+
+Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const Model> model,
+                                               EngineOptions options) {
+  if (model == nullptr) return InvalidArgument("the engine needs a model");
+  if (options.threads < 0) return InvalidArgument("threads must be >= 0");
+  if (options.max_queued_requests < 0) return InvalidArgument("max_queued_requests must be >= 0");
+  SchedulerOptions so;
+  so.max_num_seqs = options.max_num_seqs;
+  so.max_num_batched_tokens = options.max_num_batched_tokens;
+  so.contiguous_reservation = options.contiguous_reservation;
+  KV_RETURN_IF_ERROR(so.Validate());
+  for (int32_t t : options.eos_token_ids) {
+    if (t < 0 || t >= model->n_vocab()) {
+      return InvalidArgument("EOS token " + std::to_string(t) + " is outside the vocabulary");
+    }
+  }
+  if (options.kv.max_model_len < 1) return InvalidArgument("max_model_len must be >= 1");
+  if (options.kv.groups.empty()) {
+    KV_ASSIGN_OR_RETURN(options.kv.groups,
+                        BuildKvGroups(model->config(), UniformDtypes(KvDtype::kF16)));
+  }
+  if (options.kv.model_fingerprint.empty()) options.kv.model_fingerprint = model->config().name;
+  auto impl = std::make_unique<Impl>();
+  impl->model = std::move(model);
+  impl->clock = options.clock != nullptr ? options.clock : &SteadyClock::Get();
+  KV_ASSIGN_OR_RETURN(impl->kv, KvCacheManager::Create(options.kv));
+  impl->capacity = engine_internal::KvCapacity::Of(*impl->kv, options.contiguous_reservation);
+  impl->sched = std::make_unique<Scheduler>(impl->kv.get(), so, impl->clock);
+  impl->pool = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
+                                                                : ThreadPool::DefaultThreadCount());
+  impl->options = std::move(options);
+  impl->published.kv = impl->kv->Stats();
+  impl->counters.kv = impl->published.kv;
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Engine::~Engine() { Stop(); }
+
+void Engine::Start() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->started || impl_->stopping) return;
+  impl_->started = true;
+  impl_->thread = std::thread([impl = impl_.get()] { impl->Loop(); });
+}
+
+void Engine::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping) return;
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  // The loop is gone (or never ran): its state is ours now.
+  impl_->CancelEverything();
+}
+
+Status Engine::Impl::Validate(const RequestParams& p) const {
+  if (p.prompt.empty()) return InvalidArgument("the prompt is empty");
+  const int max_n = std::min(kMaxChoices, options.max_num_seqs);
+  if (p.n < 1 || p.n > max_n) {
+    return InvalidArgument("n must be 1.." + std::to_string(max_n) + " (max_num_seqs " +
+                           std::to_string(options.max_num_seqs) + "), got " + std::to_string(p.n));
+  }
+  if (p.max_tokens < 1) {
+    return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(p.max_tokens));
+  }
+  if (p.logprobs < 0 || p.logprobs > kMaxLogprobs) {
+    return InvalidArgument("logprobs must be 0.." + std::to_string(kMaxLogprobs) + ", got " +
+                           std::to_string(p.logprobs));
+  }
+  KV_RETURN_IF_ERROR(p.sampling.Validate());
+  const int64_t vocab = model->n_vocab();
+  for (size_t i = 0; i < p.prompt.size(); ++i) {
+    if (p.prompt[i] < 0 || p.prompt[i] >= vocab) {
+      return InvalidArgument("prompt token " + std::to_string(i) + " (id " +
+                             std::to_string(p.prompt[i]) + ") is outside the vocabulary (" +
+                             std::to_string(vocab) + " tokens)");
+    }
+  }
+  for (int32_t t : p.stop_token_ids) {
+    if (t < 0 || t >= vocab) {
+      return InvalidArgument("stop token id " + std::to_string(t) + " is outside the vocabulary (" +
+                             std::to_string(vocab) + " tokens)");
+    }
+  }
+  const int64_t prompt = static_cast<int64_t>(p.prompt.size());
+  const int64_t ctx = capacity.max_model_len;
+  if (prompt > ctx || p.max_tokens > ctx - prompt) {
+    return OutOfRange("the prompt (" + std::to_string(prompt) + " tokens) + max_tokens (" +
+                      std::to_string(p.max_tokens) + ") exceed the context of " +
+                      std::to_string(ctx) + " tokens");
+  }
+  return capacity.CheckRequestFits(prompt, p.max_tokens, p.n);
+}
+
+Result<RequestId> Engine::Submit(RequestParams params, EventCallback on_event) {
+  Impl& m = *impl_;
+  const Status valid = m.Validate(params);
+  if (!valid.ok()) {
+    m.rejected.fetch_add(1, std::memory_order_relaxed);
+    return valid;
+  }
+  auto r = std::make_unique<engine_internal::ActiveRequest>();
+  r->params = std::move(params);
+  r->on_event = std::make_shared<const EventCallback>(std::move(on_event));
+  r->arrival_ns = m.clock->NowNanos();
+  for (int i = 0; i < r->params.n; ++i) {
+    SamplingParams sp = r->params.sampling;
+    sp.seed += static_cast<uint64_t>(i);
+    r->choices.emplace_back(sp);
+  }
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (m.stopping) {
+      m.rejected.fetch_add(1, std::memory_order_relaxed);
+      return Unavailable("the engine is stopped");
+    }
+    const int64_t waiting = static_cast<int64_t>(m.inbox.size()) + m.waiting_in_loop.load();
+    if (waiting >= m.options.max_queued_requests) {
+      m.rejected.fetch_add(1, std::memory_order_relaxed);
+      return Unavailable("the waiting queue is full (" + std::to_string(waiting) +
+                         " requests, max_queued_requests " +
+                         std::to_string(m.options.max_queued_requests) + "); retry later");
+    }
+    r->id = m.next_id.fetch_add(1);
+    m.inbox.push_back(std::move(r));
+    const RequestId id = m.inbox.back()->id;
+    m.wake.notify_one();
+    return id;
+  }
+}
+
+void Engine::Cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->cancels.push_back(id);
+  }
+  impl_->wake.notify_one();
+}
+
+EngineStats Engine::Stats() const {
+  EngineStats s;
+  {
+    std::lock_guard<std::mutex> lock(impl_->stats_mu);
+    s = impl_->published;
+  }
+  int64_t inbox = 0;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    inbox = static_cast<int64_t>(impl_->inbox.size());
+  }
+  s.requests_waiting += inbox;
+  s.requests_rejected_total = impl_->rejected.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::string Engine::DescribeCapacity() const { return impl_->capacity.Describe(); }
+
+}  // namespace kvengine
