@@ -13,18 +13,27 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 
+# Node.js 20 with npm runs the openai client in the end-to-end tests; machines that already
+# have a node (e.g. from NodeSource) keep theirs.
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# npm test clients, pinned by tests/e2e/package-lock.json.
+if [ ! -d "$(dirname "$0")/../tests/e2e/node_modules/openai" ]; then
+  (cd "$(dirname "$0")/../tests/e2e" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+

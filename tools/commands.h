@@ -10,5 +10,6 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code);
 void RegisterBenchCommand(CLI::App& app, int* exit_code);
 void RegisterRunCommand(CLI::App& app, int* exit_code);
 void RegisterGenModelCommand(CLI::App& app, int* exit_code);
+void RegisterServeCommand(CLI::App& app, int* exit_code);
 
 }  // namespace kvengine::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   kvengine::cli::RegisterBenchCommand(app, &exit_code);
   kvengine::cli::RegisterGenModelCommand(app, &exit_code);
   kvengine::cli::RegisterRunCommand(app, &exit_code);
+  kvengine::cli::RegisterServeCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
