@@ -70,8 +70,9 @@ class Job {
     Clock::time_point last_check = Clock::now();
     while (!generation_.done()) {
       Pump();
-      for (const ChoiceDelta& d : generation_.TakeDeltas())
+      for (const ChoiceDelta& d : generation_.TakeDeltas()) {
         AppendDelta(d, &choices[size_t(d.index)]);
+      }
       if (generation_.done()) break;
       if (state_.aborting()) {
         return ReplyError(res, Unavailable503("the server is shutting down", 5));

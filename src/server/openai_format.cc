@@ -60,8 +60,9 @@ json LogprobsJson(Endpoint endpoint, const std::vector<LogprobEntry>& entries) {
     for (const LogprobEntry& e : entries) {
       json t = ChatTokenJson(e.token, e.logprob);
       json top = json::array();
-      for (const LogprobEntry::Alternative& a : e.top)
+      for (const LogprobEntry::Alternative& a : e.top) {
         top.push_back(ChatTokenJson(a.token, a.logprob));
+      }
       t["top_logprobs"] = std::move(top);
       content.push_back(std::move(t));
     }

@@ -124,8 +124,9 @@ void FakeBackend::Loop() {
         e.has_token = true;
         e.token = script_[size_t(r.produced[c] + int64_t(c)) % script_.size()];
         e.logprob = -0.5f;
-        for (int k = 0; k < r.params.logprobs; ++k)
+        for (int k = 0; k < r.params.logprobs; ++k) {
           e.top_logprobs.push_back({e.token + k, -0.5f - k});
+        }
         ++r.produced[c];
         r.on_event(e);
         RequestEvent fin;
