@@ -46,6 +46,13 @@ inline std::vector<int32_t> Toks(int32_t from, int32_t n) {
 
 inline int32_t UsedBlocks(const KvCacheManager& kv) { return kv.Stats().groups[0].used_blocks; }
 
+inline SchedulerOptions Opts(int max_seqs, int64_t budget) {
+  SchedulerOptions o;
+  o.max_num_seqs = max_seqs;
+  o.max_num_batched_tokens = budget;
+  return o;
+}
+
 // Stands in for the engine: runs the model (does nothing), samples a token that depends only on
 // the sequence's tokens (so a recomputed sequence continues identically), and removes a
 // sequence once it has `max_new` tokens. Checks the scheduler's invariants every step.

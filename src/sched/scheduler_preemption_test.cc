@@ -12,15 +12,9 @@ namespace {
 
 using sched_test::FakeLoop;
 using sched_test::MakeFakeKv;
+using sched_test::Opts;
 using sched_test::Toks;
 using sched_test::UsedBlocks;
-
-SchedulerOptions Opts(int max_seqs, int64_t budget) {
-  SchedulerOptions o;
-  o.max_num_seqs = max_seqs;
-  o.max_num_batched_tokens = budget;
-  return o;
-}
 
 // Two one-block prompts in a three-block pool: the step where both cross into a second block
 // has room for one of them.
