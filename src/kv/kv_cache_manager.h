@@ -73,6 +73,8 @@ struct StepPlan {
   bool fits = false;             // All requests fit together.
   int num_fitting = 0;           // Leading requests that fit, in order.
   std::vector<int32_t> new_blocks;     // [group] blocks to take (new + copy-on-write).
+  std::vector<int32_t> revived_blocks;  // [group] cached blocks with no holder that fresh
+                                        // sequences would adopt (they leave `available` too).
   std::vector<int32_t> available;      // [group] free + evictable blocks before the step.
   std::vector<std::vector<int32_t>> evicted;  // [group] cached blocks the step would evict.
   std::vector<int64_t> cached_tokens;  // [request] prefix hits fresh sequences would adopt.

@@ -232,6 +232,8 @@ TEST(KvCacheManagerTest, PlanCountsRevivedHitsAgainstCapacity) {
   StepPlan p = m->PlanStep(reqs);
   EXPECT_TRUE(p.fits);
   EXPECT_EQ(p.cached_tokens[0], 8);
+  EXPECT_EQ(p.new_blocks[0], 1);
+  EXPECT_EQ(p.revived_blocks[0], 2);  // Both cached blocks leave the evictable set.
   EXPECT_TRUE(p.evicted[0].empty());
   ASSERT_TRUE(m->Append(2, a2).ok);
   EXPECT_EQ(m->Stats().groups[0].free_blocks, 0);

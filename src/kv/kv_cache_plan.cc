@@ -145,7 +145,9 @@ StepPlan KvCacheManager::PlanStep(std::span<const AppendRequest> requests) const
     }
   }
   // Blocks beyond the free ones come from the LRU, oldest first, skipping revived hits.
+  p.revived_blocks.resize(ng);
   for (size_t g = 0; g < ng; ++g) {
+    p.revived_blocks[g] = static_cast<int32_t>(revived[g].size());
     int32_t from_lru = p.new_blocks[g] - groups_[g]->pool().num_free();
     groups_[g]->pool().ForEachEvictionCandidate([&](int32_t blk) {
       if (from_lru <= 0) return false;

@@ -52,6 +52,9 @@ struct EngineOptions {
   // Emulates pre-PagedAttention systems: admission reserves max_model_len tokens of blocks per
   // sequence up front (for side-by-side comparisons; `--kv-policy contiguous`).
   bool contiguous_reservation = false;
+  // Fraction of the pool an admission leaves available for running sequences to grow into
+  // (SchedulerOptions::admission_watermark).
+  double admission_watermark = 0.01;
   // The model's end-of-generation tokens (the tokenizer's EOS, e.g. Tokenizer::eos()); a
   // request stops at them unless it sets ignore_eos.
   std::vector<int32_t> eos_token_ids;

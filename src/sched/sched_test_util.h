@@ -50,6 +50,7 @@ inline SchedulerOptions Opts(int max_seqs, int64_t budget) {
   SchedulerOptions o;
   o.max_num_seqs = max_seqs;
   o.max_num_batched_tokens = budget;
+  o.admission_watermark = 0;  // Tests count blocks exactly; the watermark has its own test.
   return o;
 }
 

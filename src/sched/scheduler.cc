@@ -3,6 +3,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kv/pool_sizing.h"
 
@@ -35,6 +36,10 @@ Status SchedulerOptions::Validate() const {
                            ") must be >= max_num_seqs (" + std::to_string(max_num_seqs) +
                            ") so that every running sequence can decode in one step");
   }
+  if (!(admission_watermark >= 0 && admission_watermark < 1)) {
+    return InvalidArgument("admission_watermark must be in [0, 1), got " +
+                           std::to_string(admission_watermark));
+  }
   return Status::Ok();
 }
 
@@ -46,6 +51,8 @@ Scheduler::Scheduler(KvCacheManager* kv, SchedulerOptions options, const Clock* 
   for (int g = 0; g < kv_->num_groups(); ++g) {
     reserve_blocks_.push_back(
         BlocksPerSequence(kv_->group(g).spec(), kv_->block_size(), kv_->config().max_model_len));
+    const double blocks = static_cast<double>(kv_->group(g).pool().num_blocks());
+    watermark_blocks_.push_back(static_cast<int64_t>(std::ceil(options_.admission_watermark * blocks)));
   }
 }
 

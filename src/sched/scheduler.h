@@ -23,11 +23,13 @@
 //      a priority; preempted sequences keep their arrival, so they go first) are admitted while
 //      the budget, max_num_seqs seats and blocks allow. A fresh sequence adopts its longest
 //      cached prefix (those tokens are not computed again) and its first chunk must fit whole
-//      (it shrinks only when nothing else runs). The first that does not fit stops admission
-//      (strict FCFS: no overtaking).
+//      (it shrinks only when nothing else runs) and leave admission_watermark of every group's
+//      blocks available for the running sequences to grow into (vLLM's watermark; waived when
+//      nothing runs). The first that does not fit stops admission (strict FCFS: no overtaking).
 //   3. Contiguous reservation (`contiguous_reservation`, emulating max-length pre-allocation):
 //      admission also needs max_model_len tokens' worth of blocks per seat left over after the
-//      reservations of every running seat; nothing else changes.
+//      reservations of every running seat, and no watermark (the reservation already leaves
+//      every seat room to grow); nothing else changes.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +62,10 @@ struct SchedulerOptions {
   int64_t max_num_batched_tokens = 2048;  // Tokens computed per step (decodes + prefill chunks);
                                           // >= max_num_seqs so every running decode fits.
   bool contiguous_reservation = false;    // Admission reserves max_model_len tokens per seat.
+  // Fraction of each group's blocks an admission must leave available (free or evictable) while
+  // other sequences run. Without it admission takes every block a finished sequence frees and
+  // the next decode step preempts at once. In [0, 1).
+  double admission_watermark = 0.01;
   PreemptionMode preemption_mode = PreemptionMode::kRecompute;
 
   Status Validate() const;
@@ -135,6 +141,8 @@ class Scheduler {
   // Whether computing tokens [from, from + n) of `s` fits the pool now (a dry run). `admitted`:
   // `s` is fresh in the KV manager and `from` is its cached prefix.
   bool Fits(const SchedSequence& s, bool admitted, int64_t from, int64_t n) const;
+  // Fits, for a fresh sequence, leaving watermark_blocks_ available in every group.
+  bool FitsAboveWatermark(const SchedSequence& s, int64_t from, int64_t n) const;
   // The most tokens in 1..want from position `from` that fit; 0 if none.
   int64_t LargestFit(const SchedSequence& s, bool admitted, int64_t from, int64_t want) const;
   // Appends tokens [from, from + n) of `s` and records the chunk (the plan said it fits).
@@ -155,6 +163,7 @@ class Scheduler {
   int64_t num_preemptions_ = 0;
   uint64_t next_arrival_seq_ = 0;
   std::vector<int64_t> reserve_blocks_;  // [group] BlocksPerSequence at max_model_len.
+  std::vector<int64_t> watermark_blocks_;  // [group] ceil(admission_watermark x pool blocks).
 };
 
 }  // namespace kvengine

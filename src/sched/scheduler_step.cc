@@ -33,6 +33,17 @@ bool Scheduler::Fits(const SchedSequence& s, bool admitted, int64_t from, int64_
   return kv_->PlanStep(std::span(&req, 1)).fits;
 }
 
+bool Scheduler::FitsAboveWatermark(const SchedSequence& s, int64_t from, int64_t n) const {
+  const AppendRequest req{s.id, AppendSpan(s, /*admitted=*/true, from, n)};
+  const StepPlan p = kv_->PlanStep(std::span(&req, 1));
+  if (!p.fits) return false;
+  for (size_t g = 0; g < p.new_blocks.size(); ++g) {
+    const int64_t taken = int64_t{p.new_blocks[g]} + p.revived_blocks[g];
+    if (taken + watermark_blocks_[g] > p.available[g]) return false;
+  }
+  return true;
+}
+
 int64_t Scheduler::LargestFit(const SchedSequence& s, bool admitted, int64_t from,
                               int64_t want) const {
   if (Fits(s, admitted, from, want)) return want;
@@ -132,9 +143,16 @@ void Scheduler::Admit(int64_t* budget, SchedulerOutput* out) {
     // One token always runs (its logits choose the next one), so at most len - 1 are cached.
     const int64_t cached = kv_->LookupPrefix(s->tokens, s->cache_salt, len - 1).cached_tokens;
     const int64_t want = std::min(len - cached, *budget);
-    // The first chunk must fit whole, unless nothing else runs (then no one frees blocks).
-    int64_t n = Fits(*s, /*admitted=*/true, cached, want) ? want : 0;
-    if (n == 0 && running_.empty()) n = LargestFit(*s, /*admitted=*/true, cached, want);
+    // The first chunk must fit whole above the watermark, unless nothing else runs (then no
+    // one frees blocks and the watermark protects no one). Contiguous reservation already
+    // guarantees every running seat room to grow.
+    int64_t n = 0;
+    if (running_.empty()) {
+      n = LargestFit(*s, /*admitted=*/true, cached, want);
+    } else if (options_.contiguous_reservation ? Fits(*s, /*admitted=*/true, cached, want)
+                                               : FitsAboveWatermark(*s, cached, want)) {
+      n = want;
+    }
     if (n == 0) {
       kv_->Release(s->id);  // Holds nothing yet.
       return;

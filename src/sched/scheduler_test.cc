@@ -117,6 +117,39 @@ TEST(SchedulerTest, MaxNumSeqsLimitsRunningSeats) {
   EXPECT_EQ(UsedBlocks(*kv), 0);
 }
 
+TEST(SchedulerTest, AdmissionLeavesTheWatermarkForRunningSequences) {
+  for (const double watermark : {0.0, 0.2}) {
+    SCOPED_TRACE(watermark);
+    auto kv = MakeFakeKv(10);
+    ManualClock clock;
+    SchedulerOptions o = Opts(8, 64);
+    o.admission_watermark = watermark;  // 0.2 of 10 blocks: 2 kept available.
+    Scheduler sched(kv.get(), o, &clock);
+    FakeLoop loop(&sched, kv.get());
+    loop.Add(1, Toks(1, 8), 4);    // 2 blocks; nothing runs yet, so no watermark applies.
+    loop.Add(2, Toks(100, 20), 4);  // 5 blocks: 8 available, 5 + 2 <= 8.
+    loop.Add(3, Toks(200, 8), 4);  // 2 blocks: 3 available, 2 + 2 > 3 under the watermark.
+    loop.Step();
+    if (watermark == 0) {
+      EXPECT_EQ(sched.RunningIds(), (std::vector<SeqId>{1, 2, 3}));
+    } else {
+      EXPECT_EQ(sched.RunningIds(), (std::vector<SeqId>{1, 2}));
+      EXPECT_EQ(sched.WaitingIds(), (std::vector<SeqId>{3}));
+    }
+    loop.RunToIdle();
+    EXPECT_EQ(loop.finished().size(), 3u);
+    EXPECT_EQ(UsedBlocks(*kv), 0);
+  }
+}
+
+TEST(SchedulerTest, WatermarkOutsideZeroToOneIsRejected) {
+  SchedulerOptions o = Opts(4, 64);
+  o.admission_watermark = 1.0;
+  EXPECT_FALSE(o.Validate().ok());
+  o.admission_watermark = -0.1;
+  EXPECT_FALSE(o.Validate().ok());
+}
+
 TEST(SchedulerTest, AdmissionIsFirstComeFirstServedWithinAPriority) {
   auto kv = MakeFakeKv(64);
   ManualClock clock;

@@ -25,14 +25,14 @@ class PagedBackend final : public KvBackend {
   }
 
   bool Admit(SeqId seq, std::span<const int32_t> tokens, int64_t* cached_tokens) override {
-    if (num_sequences_ > 0 && !LeavesWatermark(tokens)) return false;
     const Status added = manager_->AddSequence(seq);
     KV_CHECK(added.ok()) << added.ToString();
-    const AppendResult r = manager_->Append(seq, tokens);
-    if (!r.ok) {
+    if (!PlanFits(seq, tokens)) {
       manager_->Release(seq);  // The empty sequence holds nothing.
       return false;
     }
+    const AppendResult r = manager_->Append(seq, tokens);
+    KV_CHECK(r.ok) << "the plan said sequence " << seq << " fits";
     ++num_sequences_;
     *cached_tokens = r.prefix.cached_tokens;
     const Status computed = manager_->MarkComputed(seq, manager_->NumTokens(seq));
@@ -75,19 +75,16 @@ class PagedBackend final : public KvBackend {
   }
 
  private:
-  // Whether a fresh sequence of `tokens` would leave watermark_blocks_[g] blocks available in
-  // every group g. Mirrors the manager's own plan for a fresh sequence: it adopts the cached
-  // prefix (hit blocks with no holder leave the available set), then takes one block per
-  // remaining logical block of every group.
-  bool LeavesWatermark(std::span<const int32_t> tokens) const {
-    const int64_t n = static_cast<int64_t>(tokens.size());
-    const int64_t b = manager_->block_size();
-    const PrefixLookup hit = manager_->LookupPrefix(tokens, {}, n - 1);
-    for (int g = 0; g < manager_->num_groups(); ++g) {
-      const BlockPool& pool = manager_->group(g).pool();
-      int64_t take = (n + b - 1) / b - hit.cached_tokens / b;
-      for (int32_t blk : hit.blocks[size_t(g)]) take += blk >= 0 && pool.refcount(blk) == 0;
-      if (take + watermark_blocks_[size_t(g)] > pool.num_available()) return false;
+  // Whether fresh sequence `seq` fits with all of `tokens` and, while others run, leaves
+  // watermark_blocks_[g] blocks available in every group g (the scheduler's admission rule).
+  bool PlanFits(SeqId seq, std::span<const int32_t> tokens) const {
+    const AppendRequest req{seq, tokens};
+    const StepPlan p = manager_->PlanStep(std::span(&req, 1));
+    if (!p.fits) return false;
+    if (num_sequences_ == 0) return true;
+    for (size_t g = 0; g < p.new_blocks.size(); ++g) {
+      const int64_t taken = int64_t{p.new_blocks[g]} + p.revived_blocks[g];
+      if (taken + watermark_blocks_[g] > p.available[g]) return false;
     }
     return true;
   }
