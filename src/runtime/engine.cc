@@ -164,7 +164,16 @@ Result<RequestId> Engine::Submit(RequestParams params, EventCallback on_event) {
 void Engine::Cancel(RequestId id) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->cancels.push_back(id);
+    impl_->cancels.push_back({id, Impl::kAllChoices});
+  }
+  impl_->wake.notify_one();
+}
+
+void Engine::StopChoice(RequestId id, int choice) {
+  if (choice < 0) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->cancels.push_back({id, choice});
   }
   impl_->wake.notify_one();
 }

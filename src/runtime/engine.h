@@ -148,6 +148,10 @@ class Engine {
   Result<RequestId> Submit(RequestParams params, EventCallback on_event);
   // Frees the request's blocks within one step in every state; idempotent; unknown ids ignored.
   void Cancel(RequestId id);
+  // Ends one choice of a running request with kStop (the caller found a stop string in its
+  // text): its sequence and blocks go within one step, the other choices go on. Idempotent;
+  // unknown ids, choices out of range or finished, and choices without a token are ignored.
+  void StopChoice(RequestId id, int choice);
 
   EngineStats Stats() const;
   // One line for the server log: pool size, bytes per token, the max concurrency it implies:

@@ -141,6 +141,70 @@ TEST(EngineCancelTest, CancelWhileDecodingWithChoices) {
   ExpectNoBlocksInUse(*engine);
 }
 
+// A double cancel (the server cancels at a stop string while the client disconnects): both
+// calls land in one batch of the loop, which is inside a callback when they are made. Each
+// choice still ends with one kCancelled event and the request counts as cancelled once.
+TEST(EngineCancelTest, CancelTwiceInOneStep) {
+  EventLog log;
+  auto engine = MakeEngine(TinyModel(), BaseOptions(64));
+  RequestId id = 0;
+  RequestParams p = Long(20, 400);
+  p.n = 2;
+  auto r = engine->Submit(p, Trigger(log, [&](int k) {
+                            if (k != 4) return;
+                            engine->Cancel(id);
+                            engine->Cancel(id);
+                          }));
+  ASSERT_TRUE(r.ok());
+  id = *r;
+  engine->Start();
+  ExpectCancelledOnce(log, id, 2);
+  ExpectNoBlocksInUse(*engine);
+  engine->Cancel(id);  // A third one, in a later batch: ignored as well.
+  auto other = engine->Submit(Long(8, 4, 1), log.Callback());  // A full pass of the loop.
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(log.WaitFinals(*other, 1));
+  EXPECT_EQ(log.Finals(id).size(), 2u);
+  EXPECT_EQ(engine->Stats().requests_cancelled_total, 1);
+  EXPECT_EQ(engine->Stats().requests_finished_total, 1);
+}
+
+TEST(EngineCancelTest, StopChoiceEndsOneChoiceAndTheOthersGoOn) {
+  EventLog log;
+  auto engine = MakeEngine(TinyModel(), BaseOptions(64));
+  RequestId id = 0;
+  RequestParams p = Long(20, 12);
+  p.n = 3;
+  auto r = engine->Submit(p, Trigger(log, [&](int k) {
+                            engine->StopChoice(id, 1);  // Before the fork: ignored (no token).
+                            if (k == 4) {               // Choices 0 and 1 have 2 tokens each.
+                              engine->StopChoice(id, 1);
+                              engine->StopChoice(id, 1);  // Twice: still one final event.
+                              engine->StopChoice(id, 7);  // Out of range: ignored.
+                            }
+                          }));
+  ASSERT_TRUE(r.ok());
+  id = *r;
+  engine->Start();
+  ASSERT_TRUE(log.WaitFinals(id, 3));
+  const auto finals = log.Finals(id);
+  ASSERT_EQ(finals.size(), 3u);
+  for (const RequestEvent& f : finals) {
+    if (f.choice == 1) {
+      EXPECT_EQ(f.finish_reason, FinishReason::kStop);
+      EXPECT_LT(f.completion_tokens, 12);
+    } else {
+      EXPECT_EQ(f.finish_reason, FinishReason::kLength);
+      EXPECT_EQ(f.completion_tokens, 12);
+    }
+  }
+  // The stopped choice's tokens are a prefix of running alone; the others are all of it.
+  const std::vector<int32_t> alone = RunAlone(*TinyModel(), p, 0);
+  EXPECT_EQ(log.Tokens(id, 0), alone);
+  ExpectNoBlocksInUse(*engine);
+  EXPECT_EQ(engine->Stats().requests_finished_total, 1);
+}
+
 TEST(EngineCancelTest, CancelWhilePreempted) {
   auto model = TinyModel();
   EventLog log;

@@ -116,7 +116,12 @@ struct Engine::Impl {
   std::mutex mu;
   std::condition_variable wake;
   std::deque<std::unique_ptr<ActiveRequest>> inbox;  // Guarded by mu.
-  std::vector<RequestId> cancels;                    // Guarded by mu.
+  struct Cancellation {
+    RequestId id;
+    int choice;  // kAllChoices: the whole request (kCancelled); else that choice (kStop).
+  };
+  static constexpr int kAllChoices = -1;
+  std::vector<Cancellation> cancels;                 // Guarded by mu.
   bool started = false, stopping = false;            // Guarded by mu.
   std::thread thread;
   std::atomic<RequestId> next_id{1};
@@ -133,6 +138,7 @@ struct Engine::Impl {
   bool WaitForWork();
   void Accept(std::unique_ptr<ActiveRequest> r);
   void CancelRequest(RequestId id);
+  void StopChoiceNow(RequestId id, int choice);
   void Step();
   void OnLogits(const ScheduledChunk& chunk, const float* logits);
   void Sample(ActiveRequest* r, int choice, const float* logits, double lse);

@@ -40,7 +40,7 @@ void Engine::Impl::Loop() {
 
 bool Engine::Impl::WaitForWork() {
   std::deque<std::unique_ptr<ActiveRequest>> new_requests;
-  std::vector<RequestId> new_cancels;
+  std::vector<Cancellation> new_cancels;
   {
     std::unique_lock<std::mutex> lock(mu);
     // A stalled scheduler (nothing fitted, nothing preempted) waits for new input instead of
@@ -54,7 +54,13 @@ bool Engine::Impl::WaitForWork() {
   }
   if (!new_requests.empty() || !new_cancels.empty()) stalled = false;
   for (auto& r : new_requests) Accept(std::move(r));
-  for (RequestId id : new_cancels) CancelRequest(id);
+  for (const Cancellation& c : new_cancels) {
+    if (c.choice == kAllChoices) {
+      CancelRequest(c.id);
+    } else {
+      StopChoiceNow(c.id, c.choice);
+    }
+  }
   RetireFinished();
   return true;
 }
@@ -80,6 +86,15 @@ void Engine::Impl::CancelRequest(RequestId id) {
   if (it == requests.end()) return;  // Unknown, finished, or cancelled already.
   ActiveRequest* r = it->second.get();
   for (int i = 0; i < r->params.n; ++i) FinishChoice(r, i, FinishReason::kCancelled, "");
+}
+
+void Engine::Impl::StopChoiceNow(RequestId id, int choice) {
+  auto it = requests.find(id);
+  if (it == requests.end() || choice >= it->second->params.n) return;
+  // A stop string is found in text, so a choice that produced none cannot have one (and before
+  // the fork of n > 1 choice 0 holds every choice's seat).
+  if (it->second->choices[size_t(choice)].completion_tokens == 0) return;
+  FinishChoice(it->second.get(), choice, FinishReason::kStop, "");
 }
 
 void Engine::Impl::Step() {
