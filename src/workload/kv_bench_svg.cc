@@ -6,12 +6,11 @@
 // Geometry (user units): a kWidth x kHeight canvas; the plot area is inset by the margins below;
 // the y axis runs from 0 to a "nice" ceiling (1, 2 or 5 x 10^k per tick, 5 ticks).
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "base/size_parse.h"
+#include "base/svg.h"
 #include "workload/kv_bench.h"
 
 namespace kvengine {
@@ -28,57 +27,13 @@ constexpr int kTicks = 5;
 // One colour per policy, in order of first appearance (paged first: the darker blues).
 constexpr const char* kPalette[] = {"#1f5fa8", "#6fa3dc", "#9a9a9a", "#d98b2b", "#4c9a4c"};
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f", v);
-  return buf;
-}
-
-// Escapes the five XML special characters (names come from options, so never trust them).
-std::string Xml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// Smallest tick step of the form {1, 2, 5} x 10^k with kTicks steps covering `max_value`.
-double NiceStep(double max_value) {
-  const double raw = std::max(max_value, 1.0) / kTicks;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (m * mag >= raw) return std::max(1.0, m * mag);
-  }
-  return 10 * mag;
+// Bar heights count sequences: the step is a whole number.
+double CountStep(double max_value) {
+  return std::max(1.0, NiceStep(std::max(max_value, 1.0), kTicks));
 }
 
 void AddUnique(const std::string& s, std::vector<std::string>* v) {
   if (std::find(v->begin(), v->end(), s) == v->end()) v->push_back(s);
-}
-
-std::string Text(double x, double y, const std::string& anchor, int size, const std::string& s,
-                 const std::string& extra = "") {
-  return "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\" text-anchor=\"" + anchor +
-         "\" font-size=\"" + std::to_string(size) + "\"" + extra + ">" + Xml(s) + "</text>\n";
 }
 
 }  // namespace
@@ -92,7 +47,7 @@ std::string FormatKvBenchSvg(const std::vector<KvBenchRow>& rows, const KvBenchO
     AddUnique(r.policy, &policies);
     max_peak = std::max(max_peak, r.peak_concurrent_sequences);
   }
-  const double step = NiceStep(static_cast<double>(max_peak));
+  const double step = CountStep(static_cast<double>(max_peak));
   const double y_max = step * kTicks;
   const double plot_w = kWidth - kLeft - kRight;
   const double plot_h = kHeight - kTop - kBottom;
@@ -100,48 +55,44 @@ std::string FormatKvBenchSvg(const std::vector<KvBenchRow>& rows, const KvBenchO
   auto y_of = [&](double v) { return base_y - plot_h * v / y_max; };
 
   std::string s;
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(kWidth) + "\" height=\"" +
-       Num(kHeight) + "\" viewBox=\"0 0 " + Num(kWidth) + " " + Num(kHeight) +
-       "\" font-family=\"sans-serif\">\n";
-  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  s += Text(kWidth / 2, 22, "middle", 15, "Peak concurrent sequences per KV policy",
-            " font-weight=\"bold\"");
-  s += Text(kWidth / 2, 40, "middle", 12,
-            o.model + ", " + KvBenchDtypeName(o) + " KV, budget " + FormatBytes(o.kv_memory_bytes) +
-                ", block " + std::to_string(o.block_size) + ", max_model_len " +
-                std::to_string(o.max_model_len));
+  s += SvgOpen(kWidth, kHeight);
+  s += SvgText(kWidth / 2, 22, "middle", 15, "Peak concurrent sequences per KV policy",
+               " font-weight=\"bold\"");
+  s += SvgText(kWidth / 2, 40, "middle", 12,
+               o.model + ", " + KvBenchDtypeName(o) + " KV, budget " +
+                   FormatBytes(o.kv_memory_bytes) + ", block " + std::to_string(o.block_size) +
+                   ", max_model_len " + std::to_string(o.max_model_len));
 
   // Legend, one swatch per policy.
   double lx = kLeft;
   for (size_t p = 0; p < policies.size(); ++p) {
     const char* colour = kPalette[p % std::size(kPalette)];
-    s += "<rect x=\"" + Num(lx) + "\" y=\"52\" width=\"12\" height=\"12\" fill=\"" + colour +
+    s += "<rect x=\"" + SvgNum(lx) + "\" y=\"52\" width=\"12\" height=\"12\" fill=\"" + colour +
          "\"/>\n";
-    s += Text(lx + 16, 62.5, "start", 12, policies[p]);
+    s += SvgText(lx + 16, 62.5, "start", 12, policies[p]);
     lx += 28 + 7.5 * static_cast<double>(policies[p].size());
   }
-  s += "<line x1=\"" + Num(lx) + "\" y1=\"58\" x2=\"" + Num(lx + 14) +
+  s += "<line x1=\"" + SvgNum(lx) + "\" y1=\"58\" x2=\"" + SvgNum(lx + 14) +
        "\" y2=\"58\" stroke=\"#111\" stroke-width=\"2\"/>\n";
-  s += Text(lx + 18, 62.5, "start", 12, "mean while requests waited");
+  s += SvgText(lx + 18, 62.5, "start", 12, "mean while requests waited");
 
   // Grid lines and y-axis labels.
   for (int t = 0; t <= kTicks; ++t) {
     const double v = step * t;
     const double y = y_of(v);
-    s += "<line x1=\"" + Num(kLeft) + "\" y1=\"" + Num(y) + "\" x2=\"" + Num(kWidth - kRight) +
-         "\" y2=\"" + Num(y) + "\" stroke=\"" + (t == 0 ? "#333" : "#e2e2e2") + "\"/>\n";
-    s += Text(kLeft - 8, y + 4, "end", 11, std::to_string(static_cast<int64_t>(v)));
+    s += SvgLine(kLeft, y, kWidth - kRight, y, t == 0 ? "#333" : "#e2e2e2");
+    s += SvgText(kLeft - 8, y + 4, "end", 11, std::to_string(static_cast<int64_t>(v)));
   }
-  s += Text(16, kTop + plot_h / 2, "middle", 12, "sequences",
-            " transform=\"rotate(-90 16 " + Num(kTop + plot_h / 2) + ")\"");
+  s += SvgText(16, kTop + plot_h / 2, "middle", 12, "sequences",
+               " transform=\"rotate(-90 16 " + SvgNum(kTop + plot_h / 2) + ")\"");
 
   // Bars: each workload gets an equal slot; bars fill 80% of it.
   const double slot_w = workloads.empty() ? plot_w : plot_w / static_cast<double>(workloads.size());
   const double bar_w = policies.empty() ? 0 : slot_w * 0.8 / static_cast<double>(policies.size());
   for (size_t w = 0; w < workloads.size(); ++w) {
     const double x0 = kLeft + slot_w * static_cast<double>(w) + slot_w * 0.1;
-    s += Text(kLeft + slot_w * (static_cast<double>(w) + 0.5), base_y + 22, "middle", 13,
-              workloads[w]);
+    s += SvgText(kLeft + slot_w * (static_cast<double>(w) + 0.5), base_y + 22, "middle", 13,
+                 workloads[w]);
     for (const KvBenchRow& r : rows) {
       if (r.workload != workloads[w]) continue;
       const size_t p = static_cast<size_t>(std::find(policies.begin(), policies.end(), r.policy) -
@@ -149,15 +100,15 @@ std::string FormatKvBenchSvg(const std::vector<KvBenchRow>& rows, const KvBenchO
       const double v = static_cast<double>(r.peak_concurrent_sequences);
       const double x = x0 + bar_w * static_cast<double>(p);
       const double y = y_of(v);
-      s += "<rect x=\"" + Num(x + 2) + "\" y=\"" + Num(y) + "\" width=\"" +
-           Num(std::max(1.0, bar_w - 4)) + "\" height=\"" + Num(base_y - y) + "\" fill=\"" +
-           kPalette[p % std::size(kPalette)] + "\"><title>" + Xml(r.workload + " / " + r.policy) +
-           ": " + std::to_string(r.peak_concurrent_sequences) + " sequences</title></rect>\n";
-      s += Text(x + bar_w / 2, y - 4, "middle", 11, std::to_string(r.peak_concurrent_sequences));
+      s += "<rect x=\"" + SvgNum(x + 2) + "\" y=\"" + SvgNum(y) + "\" width=\"" +
+           SvgNum(std::max(1.0, bar_w - 4)) + "\" height=\"" + SvgNum(base_y - y) + "\" fill=\"" +
+           kPalette[p % std::size(kPalette)] + "\"><title>" +
+           XmlEscape(r.workload + " / " + r.policy) + ": " +
+           std::to_string(r.peak_concurrent_sequences) + " sequences</title></rect>\n";
+      s += SvgText(x + bar_w / 2, y - 4, "middle", 11, std::to_string(r.peak_concurrent_sequences));
       // The mean while requests waited, as a dark tick across the bar.
       const double ym = y_of(r.mean_concurrent_sequences);
-      s += "<line x1=\"" + Num(x + 2) + "\" y1=\"" + Num(ym) + "\" x2=\"" + Num(x + bar_w - 2) +
-           "\" y2=\"" + Num(ym) + "\" stroke=\"#111\" stroke-width=\"2\"/>\n";
+      s += SvgLine(x + 2, ym, x + bar_w - 2, ym, "#111", " stroke-width=\"2\"");
     }
   }
   s += "</svg>\n";
