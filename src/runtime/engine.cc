@@ -184,12 +184,12 @@ EngineStats Engine::Stats() const {
     std::lock_guard<std::mutex> lock(impl_->stats_mu);
     s = impl_->published;
   }
-  int64_t inbox = 0;
   {
+    // Queued: in the inbox, or taken by the loop and not running (counted as they are taken,
+    // not only when the step that took them publishes).
     std::lock_guard<std::mutex> lock(impl_->mu);
-    inbox = static_cast<int64_t>(impl_->inbox.size());
+    s.requests_waiting = static_cast<int64_t>(impl_->inbox.size()) + impl_->waiting_in_loop.load();
   }
-  s.requests_waiting += inbox;
   s.requests_rejected_total = impl_->rejected.load(std::memory_order_relaxed);
   return s;
 }

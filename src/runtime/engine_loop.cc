@@ -51,6 +51,9 @@ bool Engine::Impl::WaitForWork() {
     if (stopping) return false;
     new_requests.swap(inbox);
     new_cancels.swap(cancels);
+    // Taken from the inbox, they wait in the loop now: count them there at once (Publish
+    // recounts after the step), so Submit's queue limit and Stats never miss them.
+    waiting_in_loop.fetch_add(static_cast<int64_t>(new_requests.size()));
   }
   if (!new_requests.empty() || !new_cancels.empty()) stalled = false;
   for (auto& r : new_requests) Accept(std::move(r));
