@@ -9,8 +9,8 @@ PACKAGES=(
   # Libraries (DIRECTION.md): CLI, JSON, formatting, SIMD, hashing, HTTP, Redis, compression.
   libcli11-dev nlohmann-json3-dev libfmt-dev libhwy-dev libssl-dev libcpp-httplib-dev
   libhiredis-dev libzstd-dev
-  # Tests and micro-benchmarks.
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # Tests and micro-benchmarks; curl and jq drive the server in tests/e2e/curl_test.sh.
+  libgtest-dev libgmock-dev libbenchmark-dev curl jq
 )
 
 # Node.js 20 with npm runs the openai client in the end-to-end tests; machines that already

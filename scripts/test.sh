@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: installs dependencies, then
-#   1. Release build (g++), all tests (labels fast and slow);
-#   2. clang-14 ASan+UBSan build, the fast tests again, and a bounded libFuzzer run per parser.
+#   1. Release build (g++), all tests (labels fast, slow and soak);
+#   2. clang-14 ASan+UBSan build, the fast tests and the server soak again (leak detection on),
+#      and a bounded libFuzzer run per parser.
 # Fails if any step fails or if no test ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,10 @@ echo "== ASan+UBSan build and the fast tests"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -L fast --output-on-failure --no-tests=error -j "$jobs"
+
+echo "== The server soak under ASan+UBSan (KVENGINE_SOAK_SECONDS, default 20)"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan -L soak --output-on-failure --no-tests=error
 
 echo "== Fuzzing (${fuzz_seconds}s per target)"
 for script in src/*/run_fuzz.sh; do

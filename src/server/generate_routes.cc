@@ -33,12 +33,17 @@ class Job {
         backend_(*model.backend),
         queue_(std::make_shared<EventQueue>()),
         generation_(*model.tokenizer, req.n, built.stop, req.logprobs ? req.top_logprobs : -1,
-                    int64_t(built.params.prompt.size())),
+                    int64_t(built.params.prompt.size()), req.return_token_ids),
         meta_(NewResponseMeta(req.endpoint, model.name, req.logprobs)),
         include_usage_(req.include_usage),
         first_chunk_(size_t(req.n), true),
         watch_(http_req.local_addr, http_req.local_port, http_req.remote_addr,
-               http_req.remote_port) {}
+               http_req.remote_port) {
+    if (req.return_token_ids) {
+      meta_.token_ids = true;
+      meta_.prompt_token_ids = built.params.prompt;
+    }
+  }
 
   ~Job() {
     if (submitted_ && !generation_.engine_done()) backend_.Cancel(id_);

@@ -24,8 +24,11 @@ bool EventQueue::WaitPop(std::chrono::milliseconds timeout, std::vector<RequestE
 }
 
 Generation::Generation(const Tokenizer& tokenizer, int n, const std::vector<std::string>& stops,
-                       int top_logprobs, int64_t prompt_tokens)
-    : tokenizer_(tokenizer), top_logprobs_(top_logprobs), prompt_tokens_(prompt_tokens) {
+                       int top_logprobs, int64_t prompt_tokens, bool return_token_ids)
+    : tokenizer_(tokenizer),
+      top_logprobs_(top_logprobs),
+      return_token_ids_(return_token_ids),
+      prompt_tokens_(prompt_tokens) {
   choices_.reserve(size_t(std::max(n, 1)));
   for (int i = 0; i < std::max(n, 1); ++i) {
     choices_.emplace_back(tokenizer, stops);
@@ -59,6 +62,10 @@ void Generation::Apply(const RequestEvent& e) {
   Choice& c = choices_[size_t(e.choice)];
   if (e.has_token && !c.ended) {
     ++c.tokens;
+    if (return_token_ids_) {
+      c.pending.token_ids.push_back(e.token);
+      c.changed = true;
+    }
     if (top_logprobs_ >= 0) {
       LogprobEntry entry;
       entry.token = Text(e.token);

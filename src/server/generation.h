@@ -66,6 +66,9 @@ struct ChoiceDelta {
   int index = 0;
   std::string text;
   std::vector<LogprobEntry> logprobs;
+  // The tokens generated since the last delta, stop-string tokens included (only with
+  // return_token_ids; then every token makes a delta, even one whose text is held back).
+  std::vector<int32_t> token_ids;
   std::string finish_reason;  // Non-empty once the choice ended: "stop" or "length".
 };
 
@@ -78,9 +81,9 @@ struct Usage {
 class Generation {
  public:
   // `top_logprobs` < 0: no logprobs; else the alternatives listed per token. `tokenizer` must
-  // outlive this object.
+  // outlive this object. `return_token_ids`: deltas carry token ids (ChoiceDelta::token_ids).
   Generation(const Tokenizer& tokenizer, int n, const std::vector<std::string>& stops,
-             int top_logprobs, int64_t prompt_tokens);
+             int top_logprobs, int64_t prompt_tokens, bool return_token_ids = false);
 
   void Apply(const RequestEvent& event);
   // The choices that changed since the last call, in index order.
@@ -116,6 +119,7 @@ class Generation {
 
   const Tokenizer& tokenizer_;
   int top_logprobs_;
+  bool return_token_ids_;
   int64_t prompt_tokens_;
   int64_t cached_tokens_ = 0;
   std::vector<Choice> choices_;

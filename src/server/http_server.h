@@ -5,7 +5,9 @@
 //   GET  /v1/models, GET /health (503 while loading or draining), GET /metrics (metrics.h)
 //   POST /tokenize, POST /detokenize
 // Errors are OpenAI-style JSON (api_error.h): 400 bad input, 404 unknown path, 413 body over
-// max_body_bytes, 503 (+ Retry-After) loading, draining or queue full, 500 engine failure.
+// max_body_bytes (whatever its framing: Content-Length, chunked or none), 415 a compressed body
+// (Content-Encoding), 503 (+ Retry-After) loading, draining or queue full, 500 engine failure.
+// A connection whose request got 413 or 415 is closed after the answer.
 //
 // Lifecycle: Start() binds and serves at once, /health answering 503 {"status": "loading"};
 // SetModel() publishes the loaded model (health 200); Shutdown() drains: health and new
@@ -14,9 +16,11 @@
 //
 // Debian's cpp-httplib is a shared library: its compile-time limits do nothing, so the body
 // limit, timeouts, keep-alive and the worker pool (GrowingTaskQueue: every open connection
-// holds a thread) are all set through its setters here. Start() makes the process ignore
-// SIGPIPE: that httplib build writes without MSG_NOSIGNAL, and a client that disconnects mid-
-// write would otherwise kill the server.
+// holds a thread) are all set through its setters here, and connections are served by our own
+// loop over a ConnectionStream (connection_stream.h), which bounds every request's reads.
+// Start() makes the process ignore SIGPIPE: httplib's own writes (none left on the server side
+// since ConnectionStream sends with MSG_NOSIGNAL) would otherwise let a client that disconnects
+// mid-write kill the server.
 //
 // Threads: Start/SetModel/Shutdown from one controlling thread; handlers run on the pool.
 #pragma once
@@ -74,7 +78,7 @@ class HttpServer {
 
   HttpServerOptions options_;
   ServerState state_;
-  std::unique_ptr<httplib::Server> http_;  // A BacklogServer (http_server.cc).
+  std::unique_ptr<httplib::Server> http_;  // A BoundedServer (http_server.cc).
   int port_ = 0;
   std::thread listener_;
   std::atomic<bool> listen_returned_{false};

@@ -35,6 +35,8 @@ void Health(const ServerState& state, httplib::Response& res) {
   }
 }
 
+// vLLM's model entry (with max_model_len) plus vocab_size, so that a load client such as
+// `kvengine bench-serve` can send token-id prompts the model accepts.
 void Models(const ServerState& state, httplib::Response& res) {
   const ServedModel* m = ModelOr503(state, res);
   if (m == nullptr) return;
@@ -42,7 +44,8 @@ void Models(const ServerState& state, httplib::Response& res) {
                 {"object", "model"},
                 {"created", 0},
                 {"owned_by", "kvengine"},
-                {"max_model_len", m->max_model_len}};
+                {"max_model_len", m->max_model_len},
+                {"vocab_size", m->tokenizer->vocab_size()}};
   ReplyJson(res, 200, {{"object", "list"}, {"data", json::array({model})}});
 }
 

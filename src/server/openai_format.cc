@@ -31,6 +31,12 @@ json ChatTokenJson(const TokenText& t, float logprob) {
   return j;
 }
 
+// return_token_ids: the prompt's ids go on the choice (completions) or on the object (chat).
+void AddPromptTokenIds(const ResponseMeta& meta, json* object, json* choice) {
+  json& target = meta.endpoint == Endpoint::kChat ? *object : *choice;
+  target["prompt_token_ids"] = meta.prompt_token_ids;
+}
+
 }  // namespace
 
 ResponseMeta NewResponseMeta(Endpoint endpoint, std::string model, bool logprobs) {
@@ -104,6 +110,10 @@ json ResponseJson(const ResponseMeta& meta, const std::vector<ChoiceDelta>& choi
     }
     choice["logprobs"] = meta.logprobs ? LogprobsJson(meta.endpoint, c.logprobs) : json(nullptr);
     choice["finish_reason"] = FinishJson(c.finish_reason);
+    if (meta.token_ids) {
+      AddPromptTokenIds(meta, &j, &choice);
+      choice["token_ids"] = c.token_ids;
+    }
     arr.push_back(std::move(choice));
   }
   j["choices"] = std::move(arr);
@@ -128,6 +138,10 @@ json ChunkJson(const ResponseMeta& meta, const ChoiceDelta& delta, bool first, b
                            ? LogprobsJson(meta.endpoint, delta.logprobs)
                            : json(nullptr);
   choice["finish_reason"] = FinishJson(delta.finish_reason);
+  if (meta.token_ids) {
+    if (first) AddPromptTokenIds(meta, &j, &choice);
+    choice["token_ids"] = delta.token_ids;
+  }
   j["choices"] = json::array({std::move(choice)});
   if (include_usage) j["usage"] = nullptr;
   return j;
@@ -147,6 +161,7 @@ void AppendDelta(const ChoiceDelta& delta, ChoiceDelta* acc) {
   acc->index = delta.index;
   acc->text += delta.text;
   acc->logprobs.insert(acc->logprobs.end(), delta.logprobs.begin(), delta.logprobs.end());
+  acc->token_ids.insert(acc->token_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
   if (!delta.finish_reason.empty()) acc->finish_reason = delta.finish_reason;
 }
 

@@ -12,6 +12,10 @@
 //                 (first chunk of a choice), "content"}, "logprobs", "finish_reason"}]}
 //                With stream_options.include_usage every chunk has "usage": null and one last
 //                chunk has "choices": [] and the usage.
+// return_token_ids (vLLM's extension): completions choices get "prompt_token_ids" (streamed:
+//                in a choice's first chunk) and "token_ids" (streamed: the tokens of this chunk);
+//                chat choices get "token_ids" and the response (streamed: the first chunk of a
+//                choice) "prompt_token_ids".
 // usage:         {"prompt_tokens", "completion_tokens", "total_tokens",
 //                 "prompt_tokens_details": {"cached_tokens"}}
 // logprobs:      completions: {"tokens", "token_logprobs", "top_logprobs": [{text: logprob}],
@@ -37,7 +41,9 @@ struct ResponseMeta {
   std::string id;       // "cmpl-<hex>" / "chatcmpl-<hex>"
   int64_t created = 0;  // Unix seconds.
   std::string model;
-  bool logprobs = false;  // Include logprobs objects (else null).
+  bool logprobs = false;                  // Include logprobs objects (else null).
+  bool token_ids = false;                 // return_token_ids: add token id arrays (above).
+  std::vector<int32_t> prompt_token_ids;  // The prompt as the engine got it (with token_ids).
 };
 
 // A fresh response id for the endpoint and the current time.

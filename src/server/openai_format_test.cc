@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/server_test_util.h"
+
 namespace kvengine::server {
 namespace {
 
@@ -121,6 +123,70 @@ TEST(OpenAiFormatTest, ErrorJsonInAndOutOfStreams) {
   EXPECT_EQ(FromEngineStatus(Internal("bug")).http_status, 500);
   // Invalid UTF-8 never makes DumpJson throw.
   EXPECT_FALSE(DumpJson(json("\xff")).empty());
+}
+
+TEST(OpenAiFormatTest, ReturnTokenIds) {
+  ChoiceDelta c;
+  c.text = "ab";
+  c.token_ids = {300, 301};
+  c.finish_reason = "length";
+  ResponseMeta meta = Meta(Endpoint::kCompletions);
+  meta.token_ids = true;
+  meta.prompt_token_ids = {1, 7, 8};
+  json j = ResponseJson(meta, {c}, {3, 2, 0});
+  EXPECT_EQ(j["choices"][0]["token_ids"], json::array({300, 301}));
+  EXPECT_EQ(j["choices"][0]["prompt_token_ids"], json::array({1, 7, 8}));
+  EXPECT_FALSE(j.contains("prompt_token_ids"));
+  // Streamed: the prompt's ids in a choice's first chunk only; each chunk its own tokens.
+  j = ChunkJson(meta, c, /*first=*/true, /*include_usage=*/false);
+  EXPECT_EQ(j["choices"][0]["prompt_token_ids"], json::array({1, 7, 8}));
+  EXPECT_EQ(j["choices"][0]["token_ids"], json::array({300, 301}));
+  c.token_ids = {302};
+  j = ChunkJson(meta, c, /*first=*/false, /*include_usage=*/false);
+  EXPECT_FALSE(j["choices"][0].contains("prompt_token_ids"));
+  EXPECT_EQ(j["choices"][0]["token_ids"], json::array({302}));
+  // Chat: the prompt's ids on the object.
+  meta.endpoint = Endpoint::kChat;
+  j = ResponseJson(meta, {c}, {3, 1, 0});
+  EXPECT_EQ(j["prompt_token_ids"], json::array({1, 7, 8}));
+  EXPECT_EQ(j["choices"][0]["token_ids"], json::array({302}));
+  // Without the option: no id arrays at all.
+  j = ResponseJson(Meta(Endpoint::kCompletions), {c}, {3, 1, 0});
+  EXPECT_FALSE(j["choices"][0].contains("token_ids"));
+  EXPECT_FALSE(j["choices"][0].contains("prompt_token_ids"));
+}
+
+TEST(OpenAiFormatTest, GenerationDeltasCarryEveryTokenId) {
+  // A lone byte token (the first byte of a 2-byte UTF-8 character, 0xC3 = id 3 + 0xC3) has no
+  // text yet, but with return_token_ids it still makes a delta, so each token reaches a chunk.
+  const int32_t lead_byte = 3 + 0xC3, trail_byte = 3 + 0xA9;  // "é"
+  Generation g(testing::TinyTokenizer(), 1, {}, -1, 4, /*return_token_ids=*/true);
+  RequestEvent e;
+  e.has_token = true;
+  e.token = lead_byte;
+  g.Apply(e);
+  std::vector<ChoiceDelta> d = g.TakeDeltas();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].text, "");
+  EXPECT_EQ(d[0].token_ids, std::vector<int32_t>{lead_byte});
+  e.token = trail_byte;
+  g.Apply(e);
+  d = g.TakeDeltas();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].text, "\xc3\xa9");
+  EXPECT_EQ(d[0].token_ids, std::vector<int32_t>{trail_byte});
+  // Accumulated for a non-streamed answer.
+  ChoiceDelta acc, part;
+  part.token_ids = {1, 2};
+  AppendDelta(part, &acc);
+  part.token_ids = {3};
+  AppendDelta(part, &acc);
+  EXPECT_EQ(acc.token_ids, (std::vector<int32_t>{1, 2, 3}));
+  // Without the option a held-back token makes no delta.
+  Generation plain(testing::TinyTokenizer(), 1, {}, -1, 4);
+  e.token = lead_byte;
+  plain.Apply(e);
+  EXPECT_TRUE(plain.TakeDeltas().empty());
 }
 
 }  // namespace

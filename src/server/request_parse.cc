@@ -270,6 +270,7 @@ std::optional<ApiError> ParseGenerationRequest(Endpoint endpoint, std::string_vi
   ParseStop(f, limits, &r);
   ParseStopTokenIds(f, limits, &r);
   f.Bool("ignore_eos", &r.ignore_eos);
+  f.Bool("return_token_ids", &r.return_token_ids);
   f.Bool("stream", &r.stream);
   if (const json* so = f.Find("stream_options")) {
     if (!so->is_object()) {

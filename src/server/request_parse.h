@@ -12,7 +12,9 @@
 //   [1, max_n], stop (a string or an array of up to max_stop strings), stop_token_ids, stream,
 //   stream_options.include_usage (only with stream), logprobs (completions: integer [0,
 //   max_logprobs]; chat: boolean), top_logprobs (chat: [0, max_logprobs], needs logprobs),
-//   cache_salt (string), ignore_eos, add_special_tokens (completions; default true), user.
+//   cache_salt (string), ignore_eos, add_special_tokens (completions; default true), user,
+//   return_token_ids (vLLM's extension: the prompt's and each choice's token ids in the
+//   response, openai_format.h).
 // Rejected when used: echo, best_of > 1, suffix, logit_bias, tools, functions, response_format
 // other than text, presence_penalty / frequency_penalty other than 0 (use repetition_penalty).
 // Unknown fields are ignored, as OpenAI's API does.
@@ -64,6 +66,7 @@ struct GenerationRequest {
   bool logprobs = false;
   int top_logprobs = 0;  // Alternatives listed per token (completions: the `logprobs` integer).
   std::string cache_salt;
+  bool return_token_ids = false;
 };
 
 // Parses a request body. Errors: 400 for invalid UTF-8, malformed JSON, a body that is not an

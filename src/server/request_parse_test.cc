@@ -217,6 +217,21 @@ TEST(RequestParseTest, ChatMessages) {
   EXPECT_EQ(r.max_tokens, 5);
 }
 
+TEST(RequestParseTest, ReturnTokenIds) {
+  GenerationRequest r;
+  ASSERT_FALSE(ParseGenerationRequest(kC, "{\"prompt\": [5, 6]}", ParseLimits(), &r));
+  EXPECT_FALSE(r.return_token_ids);
+  ASSERT_FALSE(ParseGenerationRequest(kC, "{\"prompt\": [5, 6], \"return_token_ids\": true}",
+                                      ParseLimits(), &r));
+  EXPECT_TRUE(r.return_token_ids);
+  GenerationRequest bad;
+  std::optional<ApiError> err =
+      ParseGenerationRequest(kC, "{\"prompt\": [5], \"return_token_ids\": 1}", ParseLimits(), &bad);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->http_status, 400);
+  EXPECT_EQ(err->param, "return_token_ids");
+}
+
 // --- BuildRequest: the model-dependent checks. ---
 
 std::optional<ApiError> Build(Endpoint e, const std::string& body, int64_t ctx, BuiltRequest* out) {

@@ -156,9 +156,14 @@ void FakeBackend::Loop() {
   }
 }
 
-int ConnectLoopback(int port) {
+int ConnectLoopback(int port, int receive_buffer_bytes) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return -1;
+  if (receive_buffer_bytes > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes,
+                                             sizeof(receive_buffer_bytes)) != 0) {
+    close(fd);
+    return -1;
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(uint16_t(port));

@@ -68,8 +68,10 @@ class FakeBackend : public InferenceBackend {
   std::thread thread_;
 };
 
-// A connected TCP socket to 127.0.0.1:port (-1 on failure).
-int ConnectLoopback(int port);
+// A connected TCP socket to 127.0.0.1:port (-1 on failure). `receive_buffer_bytes` > 0 sets
+// SO_RCVBUF before connecting (a small one makes a client that stops reading stall the
+// server's writes sooner).
+int ConnectLoopback(int port, int receive_buffer_bytes = 0);
 // Sends all of `data`; false on error.
 bool SendAll(int fd, const std::string& data);
 // Reads until `needle` appears or `timeout`; returns what was read.

@@ -1,15 +1,20 @@
 // The official openai npm client (v6) against a real `kvengine serve` on loopback: completions,
-// chat, streaming, n > 1, errors, and cancellation — after which no KV block stays in use.
-import { test, before, after } from 'node:test';
+// chat, streaming, n > 1, the bad-input table as the client raises it (400s naming the field,
+// streamed or not), a burst of 10x max-num-seqs (503 with Retry-After beyond the queue), an
+// error event inside a stream, and cancellation; after each, no KV block stays in use.
+import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startServer, metric } from './server.mjs';
+
+const MAX_NUM_SEQS = 8;
 
 let server;
 let client;
 
 before(async () => {
-  server = await startServer(['--max-num-seqs', '8']);
+  server = await startServer(['--max-num-seqs', String(MAX_NUM_SEQS),
+    '--max-queued-requests', String(MAX_NUM_SEQS)]);
   client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
 });
 
@@ -20,6 +25,22 @@ after(async () => {
 async function blocksInUse() {
   return metric(server.base, 'kvengine:kv_blocks_used');
 }
+
+// Cancellation is asynchronous: polls (bounded) until no KV block is referenced (blocks kept
+// for the prefix cache are not "used").
+async function waitNoBlocksInUse() {
+  const deadline = Date.now() + 10000;
+  let used = await blocksInUse();
+  while (used !== 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    used = await blocksInUse();
+  }
+  return used;
+}
+
+afterEach(async () => {
+  assert.equal(await waitNoBlocksInUse(), 0, 'KV blocks left in use');
+});
 
 test('lists the model', async () => {
   const models = await client.models.list();
@@ -101,6 +122,136 @@ test('bad parameters are 400 errors naming the field', async () => {
   assert.equal(ok.choices.length, 1);
 });
 
+// The rows of the bad-input table a typed client can send (malformed JSON, invalid UTF-8, NaN
+// and huge bodies need a raw client: tests/e2e/curl_test.sh). NaN in particular never reaches
+// the server from here: JSON has no NaN and JSON.stringify sends null (= the default).
+test('the bad-input table through the client, streamed and not', async () => {
+  const ctx = (await client.models.list()).data[0].max_model_len;
+  assert.ok(ctx > 16, `max_model_len ${ctx}`);
+  const ids = (n) => Array.from({ length: n }, (_, i) => 300 + (i % 200));
+  const completion = (extra) => ({ model: 'tiny', prompt: 'x', max_tokens: 2, ...extra });
+  const chat = (extra) => ({
+    model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra,
+  });
+  const rows = [
+    // [what, endpoint, body, param]
+    ['negative temperature', 'c', completion({ temperature: -1 }), 'temperature'],
+    ['top_p 0', 'c', completion({ top_p: 0 }), 'top_p'],
+    ['negative max_tokens', 'c', completion({ max_tokens: -5 }), 'max_tokens'],
+    ['huge max_tokens', 'c', completion({ max_tokens: 1e12 }), 'max_tokens'],
+    ['fractional max_tokens', 'c', completion({ max_tokens: 2.5 }), 'max_tokens'],
+    ['huge seed', 'c', completion({ seed: 1e30 }), 'seed'],
+    ['n beyond max-num-seqs', 'c', completion({ n: 1000 }), 'n'],
+    ['too many logprobs', 'c', completion({ logprobs: 1000 }), 'logprobs'],
+    ['stop of the wrong type', 'c', completion({ stop: 5 }), 'stop'],
+    ['prompt of the wrong type', 'c', completion({ prompt: { text: 'x' } }), 'prompt'],
+    ['token id out of range', 'c', completion({ prompt: [1, 999999] }), 'prompt'],
+    ['negative token id', 'c', completion({ prompt: [-1] }), 'prompt'],
+    ['no token ids', 'c', completion({ prompt: [] }), 'prompt'],
+    ['prompt of exactly the context', 'c', completion({ prompt: ids(ctx), max_tokens: null }),
+      'prompt'],
+    ['prompt over the context', 'c', completion({ prompt: ids(ctx + 1) }), 'prompt'],
+    ['prompt + max_tokens over the context', 'c', completion({ prompt: ids(ctx - 1) }),
+      'max_tokens'],
+    ['unknown role', 'chat', chat({ messages: [{ role: 'wizard', content: 'hi' }] }),
+      'messages[0].role'],
+    ['no messages', 'chat', chat({ messages: [] }), 'messages'],
+    ['content of the wrong type', 'chat', chat({ messages: [{ role: 'user', content: 5 }] }),
+      'messages[0].content'],
+    ['top_logprobs without logprobs', 'chat', chat({ top_logprobs: 2 }), 'top_logprobs'],
+  ];
+  for (const [what, endpoint, body, param] of rows) {
+    for (const stream of [false, true]) {
+      const api = endpoint === 'c' ? client.completions : client.chat.completions;
+      await assert.rejects(api.create({ ...body, stream }), (e) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, `${what}: ${e}`);
+        assert.equal(e.status, 400, what);
+        assert.equal(e.type, 'invalid_request_error', what);
+        assert.equal(e.param, param, `${what}: ${e.message}`);
+        return true;
+      }, what);
+    }
+  }
+  // Exactly at the limits is fine: an empty prompt (BOS alone), a prompt one short of the
+  // context with room for one token.
+  const empty = await client.completions.create(completion({ prompt: '' }));
+  assert.equal(empty.choices.length, 1);
+  const full = await client.completions.create(completion({ prompt: ids(ctx - 1), max_tokens: 1 }));
+  assert.equal(full.usage.prompt_tokens, ctx - 1);
+  assert.equal(full.usage.completion_tokens, 1);
+});
+
+test('n > 1 streamed: every choice ends once', async () => {
+  const stream = await client.completions.create({
+    model: 'tiny', prompt: 'Hello there', max_tokens: 6, n: 3, stream: true, seed: 1,
+  });
+  const finishes = [0, 0, 0];
+  for await (const chunk of stream) {
+    for (const c of chunk.choices) if (c.finish_reason) finishes[c.index] += 1;
+  }
+  assert.deepEqual(finishes, [1, 1, 1]);
+});
+
+test('a burst of 10x max-num-seqs streams: each completes or gets 503 with Retry-After',
+  async () => {
+    const one = async (i) => {
+      try {
+        const stream = await client.completions.create({
+          model: 'tiny', prompt: `burst ${i}`, max_tokens: 64, stream: true, ignore_eos: true,
+        });
+        let finish = null;
+        for await (const chunk of stream) {
+          for (const c of chunk.choices) finish = c.finish_reason ?? finish;
+        }
+        assert.equal(finish, 'length', `request ${i}`);
+        return 200;
+      } catch (e) {
+        assert.ok(e instanceof OpenAI.InternalServerError && e.status === 503,
+          `request ${i}: ${e}`);
+        assert.ok(Number(e.headers.get('retry-after')) > 0, `request ${i}: no Retry-After`);
+        return 503;
+      }
+    };
+    const burst = Array.from({ length: 10 * MAX_NUM_SEQS }, (_, i) => one(i));
+    const statuses = await Promise.all(burst);
+    const ok = statuses.filter((s) => s === 200).length;
+    // At least what the queue holds is served (more once the engine has seated some); the rest
+    // are refused, none failed otherwise.
+    assert.ok(ok >= MAX_NUM_SEQS, `only ${ok} served`);
+    assert.ok(ok < 10 * MAX_NUM_SEQS, 'none refused: the burst did not overflow the queue');
+    assert.equal(ok + statuses.filter((s) => s === 503).length, 10 * MAX_NUM_SEQS);
+    const next = await client.completions.create({ model: 'tiny', prompt: 'next', max_tokens: 2 });
+    assert.equal(next.choices.length, 1);
+  });
+
+test('an error inside a stream reaches the client as an APIError', async () => {
+  // A server of its own that cancels at once on SIGTERM (--drain-timeout 0): a stream in flight
+  // ends with an error event, which the client raises from its iterator. The long context keeps
+  // the stream going until then.
+  const own = await startServer(['--drain-timeout', '0', '-c', '32768', '--max-num-seqs', '2',
+    '--kv-cache-memory-bytes', '64MiB']);
+  let stopping;
+  try {
+    const c = new OpenAI({ baseURL: `${own.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const stream = await c.completions.create({
+      model: 'tiny', prompt: 'A long story:', max_tokens: 30000, stream: true, ignore_eos: true,
+    });
+    let seen = 0;
+    await assert.rejects(async () => {
+      for await (const _ of stream) {
+        if (++seen === 3) stopping = own.stop();
+      }
+    }, (e) => {
+      assert.ok(e instanceof OpenAI.APIError, String(e));
+      assert.match(e.message, /shutting down/);
+      return true;
+    });
+    assert.ok(seen >= 3);
+  } finally {
+    await (stopping ?? own.stop());
+  }
+});
+
 test('aborting a stream frees its KV blocks', async () => {
   const controller = new AbortController();
   const stream = await client.completions.create(
@@ -117,11 +268,5 @@ test('aborting a stream frees its KV blocks', async () => {
   }
   assert.ok(seen >= 1);
   // Within a few steps the server notices and releases the request's blocks.
-  const deadline = Date.now() + 10000;
-  let used = await blocksInUse();
-  while (used !== 0 && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    used = await blocksInUse();
-  }
-  assert.equal(used, 0);
+  assert.equal(await waitNoBlocksInUse(), 0);
 });
