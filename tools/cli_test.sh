@@ -41,6 +41,24 @@ check top_logits 0 '"prompt_top_logits":\[\[\[' -- "$bin" run -m tiny --prompt-i
 check force_isa_ref 0 '"kernel_target":"ref"' -- "$bin" run -m tiny -p hi -n 2 --json --isa ref
 check bad_isa 1 "AVX|SCALAR|ref" -- "$bin" run -m tiny -p hi --isa NOPE
 
+# demo on the tiny model: both runs, the report's figures, and JSON whose ratios say what the demo
+# claims (prefix hits, paged peak below contiguous preallocation, int8 KV below f16).
+check demo_text 0 "contiguous, f16 .*x the paged peak" -- "$bin" demo -m tiny -t 1
+"$bin" demo -m tiny -t 1 --json > "$scratch/demo.json" 2> "$scratch/demo.err"
+demo_status=$?
+for pattern in '"prefix_hit_rate": 0\.[1-9]' '"contiguous_over_paged": ([2-9]|[1-9][0-9])' \
+               '"int8_over_f16": 0\.[1-9]' '"preemptions": 0'; do
+  if [ "$demo_status" -ne 0 ] || ! grep -qE -- "$pattern" "$scratch/demo.json"; then
+    echo "FAIL demo_json: status $demo_status, no match for $pattern"
+    head -20 "$scratch/demo.json" "$scratch/demo.err"
+    failures=$((failures + 1))
+  else
+    echo "ok   demo_json $pattern"
+  fi
+done
+check demo_bad_model 1 "^kvengine: " -- "$bin" demo -m "$scratch/none.gguf"
+check demo_short_ctx 1 "context of at least" -- "$bin" demo -m tiny -c 4
+
 # The real model, when present: f16 640 bytes/token, int8 400 (llama.cpp cannot quantize its KV).
 models="${KVENGINE_MODELS_DIR:-}"
 if [ -n "$models" ] && [ -f "$models/stories260K.gguf" ]; then

@@ -11,5 +11,7 @@ void RegisterBenchCommand(CLI::App& app, int* exit_code);
 void RegisterRunCommand(CLI::App& app, int* exit_code);
 void RegisterGenModelCommand(CLI::App& app, int* exit_code);
 void RegisterServeCommand(CLI::App& app, int* exit_code);
+void RegisterBenchServeCommand(CLI::App& app, int* exit_code);
+void RegisterDemoCommand(CLI::App& app, int* exit_code);
 
 }  // namespace kvengine::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   kvengine::cli::RegisterGenModelCommand(app, &exit_code);
   kvengine::cli::RegisterRunCommand(app, &exit_code);
   kvengine::cli::RegisterServeCommand(app, &exit_code);
+  kvengine::cli::RegisterBenchServeCommand(app, &exit_code);
+  kvengine::cli::RegisterDemoCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -22,37 +22,14 @@
 #include <mutex>
 #include <thread>
 
-#include "base/size_parse.h"
 #include "cli_flags.h"
 #include "commands.h"
-#include "model/model.h"
-#include "model_files.h"
-#include "planner/kv_plan.h"
-#include "runtime/engine.h"
+#include "serve_setup.h"
 #include "server/backend.h"
 #include "server/http_server.h"
-#include "tokenizer/tokenizer.h"
 
 namespace kvengine::cli {
 namespace {
-
-constexpr uint64_t kDefaultKvCap = uint64_t{1} << 30;  // 1 GiB.
-
-struct ServeFlags {
-  CommonFlags common;
-  server::HttpServerOptions http;
-  std::string served_model_name;
-  int threads = 0;
-  int max_num_seqs = 64;
-  int64_t max_num_batched_tokens = 2048;
-  int max_queued_requests = 256;
-  bool prefix_caching = true;
-  std::string kv_memory;
-  std::string kv_policy = "paged";
-  std::string max_body = "8MiB";
-  int http_threads = 0;
-  double drain_timeout_s = 30;
-};
 
 // Waits for SIGINT/SIGTERM on its own thread. The first one requests a drain; a second one
 // exits the process at once.
@@ -107,101 +84,21 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-// --kv-cache-memory-bytes, or by default what max_num_seqs sequences of max_model_len tokens
-// need, capped at 1 GiB but never below one full sequence.
-Result<uint64_t> KvMemory(const ServeFlags& f, const ModelConfig& cfg, const KvDtypeMap& dtypes,
-                          int64_t ctx) {
-  if (!f.kv_memory.empty()) {
-    Result<uint64_t> m = ParseSize(f.kv_memory);
-    if (!m.ok()) return InvalidArgument("--kv-cache-memory-bytes: " + m.status().message());
-    return *m;
-  }
-  PlanOptions po;
-  po.ctx = ctx;
-  po.batch = f.max_num_seqs;
-  po.block_size = f.common.block_size;
-  KV_ASSIGN_OR_RETURN(KvPlan plan, PlanKv(cfg, dtypes, po));
-  return std::max(plan.kv_bytes_per_sequence, std::min(kDefaultKvCap, plan.kv_bytes_total));
-}
-
-struct Loaded {
-  std::shared_ptr<const GgufFile> file;
-  std::shared_ptr<const Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<Engine> engine;
-  int64_t max_model_len = 0;
-  server::ChatTemplate chat_template;
-  std::string name;
-};
-
-Result<Loaded> LoadAndStart(const ServeFlags& f) {
-  Loaded l;
-  KV_ASSIGN_OR_RETURN(ModelFile mf, OpenModelFile(f.common.model));
-  l.file = mf.file;
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(mf.file, mf.path));
-  l.model = std::shared_ptr<const Model>(std::move(model));
-  const ModelConfig& cfg = l.model->config();
-  KV_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::FromGguf(*mf.file));
-  KV_ASSIGN_OR_RETURN(KvDtypeMap dtypes, ResolveKvDtypes(f.common, cfg.n_layers));
-  KV_ASSIGN_OR_RETURN(l.max_model_len, ResolveCtx(f.common, cfg));
-  EngineOptions eo;
-  eo.max_num_seqs = f.max_num_seqs;
-  eo.max_num_batched_tokens = f.max_num_batched_tokens;
-  eo.max_queued_requests = f.max_queued_requests;
-  eo.threads = f.threads;
-  KV_ASSIGN_OR_RETURN(eo.kv.groups, BuildKvGroups(cfg, dtypes));
-  eo.kv.block_size = f.common.block_size;
-  eo.kv.max_model_len = l.max_model_len;
-  eo.kv.enable_prefix_caching = f.prefix_caching;
-  eo.kv.model_fingerprint = mf.path;
-  KV_ASSIGN_OR_RETURN(eo.kv.memory_bytes, KvMemory(f, cfg, dtypes, l.max_model_len));
-  eo.contiguous_reservation = f.kv_policy == "contiguous";
-  const Vocab& vocab = l.tokenizer->vocab();
-  for (int32_t id : {vocab.special.eos, vocab.special.eot, vocab.special.eom}) {
-    if (id != kNoToken) eo.eos_token_ids.push_back(id);
-  }
-  KV_ASSIGN_OR_RETURN(l.engine, Engine::Create(l.model, eo));
-  l.engine->Start();
-  l.chat_template = server::ChatTemplate::FromGguf(*mf.file);
-  l.name = f.served_model_name.empty() ? f.common.model : f.served_model_name;
-  if (mf.synthetic) {
-    std::fprintf(stderr,
-                 "kvengine serve: synthetic model %s: random weights, the text is "
-                 "meaningless\n",
-                 mf.path.c_str());
-  }
-  std::fprintf(stderr, "kvengine serve: %s\n", l.engine->DescribeCapacity().c_str());
-  std::fprintf(stderr, "kvengine serve: KV %s, prefix caching %s, policy %s, chat template %s\n",
-               dtypes.Describe().c_str(), f.prefix_caching ? "on" : "off", f.kv_policy.c_str(),
-               std::string(l.chat_template.name()).c_str());
-  return l;
-}
-
 int RunServe(ServeFlags& f) {
-  Result<uint64_t> body = ParseSize(f.max_body);
-  if (!body.ok()) return Fail(InvalidArgument("--max-body-bytes: " + body.status().message()));
-  f.http.max_body_bytes = *body;
-  f.http.max_threads =
-      f.http_threads > 0 ? f.http_threads : f.max_num_seqs + f.max_queued_requests + 64;
-  f.http.limits.max_n = std::min(kMaxChoices, f.max_num_seqs);
+  if (Status s = ResolveHttpOptions(&f); !s.ok()) return Fail(s);
   SignalWatcher signals;  // Before any other thread starts.
   Result<std::unique_ptr<server::HttpServer>> http = server::HttpServer::Start(f.http);
   if (!http.ok()) return Fail(http.status());
   std::fprintf(stderr, "kvengine serve: listening on http://%s:%d (loading %s)\n",
                f.http.host.c_str(), (*http)->port(), f.common.model.c_str());
   const auto drain = std::chrono::milliseconds(int64_t(f.drain_timeout_s * 1000));
-  Result<Loaded> loaded = LoadAndStart(f);
+  Result<Loaded> loaded = LoadAndStart(f, "kvengine serve");
   if (!loaded.ok()) {
     (*http)->Shutdown(std::chrono::milliseconds(0));
     return Fail(loaded.status());
   }
   server::EngineBackend backend(*loaded->engine);
-  server::ServedModel served;
-  served.name = loaded->name;
-  served.backend = &backend;
-  served.tokenizer = loaded->tokenizer.get();
-  served.chat_template = loaded->chat_template;
-  served.max_model_len = loaded->max_model_len;
+  const server::ServedModel served = MakeServedModel(*loaded, &backend);
   (*http)->SetModel(served);
   std::fprintf(stderr, "kvengine serve: ready: model \"%s\", max_model_len %lld\n",
                served.name.c_str(), static_cast<long long>(served.max_model_len));
@@ -220,41 +117,12 @@ void RegisterServeCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("serve",
                                      "OpenAI-compatible HTTP server over the paged KV "
                                      "cache, with Prometheus /metrics");
-  cmd->add_option("-m,--model", f->common.model,
-                  "GGUF file, or a synthetic preset generated once into the cache (tiny, small, "
-                  "llama-1b, mistral-tiny, mistral-small; random weights)")
-      ->capture_default_str();
-  cmd->add_option("--served-model-name", f->served_model_name,
-                  "The model id in /v1/models and responses (default: the -m value)");
-  AddCtxFlag(cmd, &f->common);
-  AddKvFlags(cmd, &f->common);
+  AddServeModelFlags(cmd, f.get());
   cmd->add_option("--host", f->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", f->http.port, "Port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  cmd->add_option("-t,--threads", f->threads, "Compute threads (default: all cores)")
-      ->check(CLI::Range(0, 1024));
-  cmd->add_option("--max-num-seqs", f->max_num_seqs, "Sequences decoding at once")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
-                  "Tokens per forward pass (decodes plus prefill chunks); >= --max-num-seqs")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
-      ->capture_default_str();
-  cmd->add_option("--max-queued-requests", f->max_queued_requests,
-                  "Waiting requests beyond this are answered 503 with Retry-After")
-      ->check(CLI::Range(0, 1 << 20))
-      ->capture_default_str();
-  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f->prefix_caching,
-                "Reuse the KV of prompt prefixes seen before (on by default)");
-  cmd->add_option("--kv-cache-memory-bytes", f->kv_memory,
-                  "KV pool size (512MiB, 4GiB); default: what --max-num-seqs sequences of the "
-                  "full context need, at most 1GiB but at least one full sequence");
-  cmd->add_option("--kv-policy", f->kv_policy,
-                  "paged: blocks as tokens arrive; contiguous: reserve max_model_len tokens per "
-                  "sequence at admission (emulates pre-PagedAttention servers, for comparison)")
-      ->check(CLI::IsMember({"paged", "contiguous"}))
-      ->capture_default_str();
+  AddServeEngineFlags(cmd, f.get());
   cmd->add_option("--max-body-bytes", f->max_body, "Largest request body; larger ones get 413")
       ->capture_default_str();
   cmd->add_option("--http-threads", f->http_threads,

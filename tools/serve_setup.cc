@@ -1,0 +1,146 @@
+#include "serve_setup.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "base/size_parse.h"
+#include "model_files.h"
+#include "planner/kv_plan.h"
+
+namespace kvengine::cli {
+namespace {
+
+constexpr uint64_t kDefaultKvCap = uint64_t{1} << 30;  // 1 GiB.
+
+// --kv-cache-memory-bytes, or by default what max_num_seqs sequences of max_model_len tokens
+// need, capped at 1 GiB but never below one full sequence.
+Result<uint64_t> KvMemory(const ServeFlags& f, const ModelConfig& cfg, const KvDtypeMap& dtypes,
+                          int64_t ctx) {
+  if (!f.kv_memory.empty()) {
+    Result<uint64_t> m = ParseSize(f.kv_memory);
+    if (!m.ok()) return InvalidArgument("--kv-cache-memory-bytes: " + m.status().message());
+    return *m;
+  }
+  PlanOptions po;
+  po.ctx = ctx;
+  po.batch = f.max_num_seqs;
+  po.block_size = f.common.block_size;
+  KV_ASSIGN_OR_RETURN(KvPlan plan, PlanKv(cfg, dtypes, po));
+  return std::max(plan.kv_bytes_per_sequence, std::min(kDefaultKvCap, plan.kv_bytes_total));
+}
+
+}  // namespace
+
+std::vector<CLI::Option*> AddServeModelFlags(CLI::App* cmd, ServeFlags* f) {
+  std::vector<CLI::Option*> added;
+  added.push_back(
+      cmd->add_option("-m,--model", f->common.model,
+                      "GGUF file, or a synthetic preset generated once into the cache (tiny, "
+                      "small, llama-1b, mistral-tiny, mistral-small; random weights)")
+          ->capture_default_str());
+  added.push_back(
+      cmd->add_option("--served-model-name", f->served_model_name,
+                      "The model id in /v1/models and responses (default: the -m value)"));
+  const size_t before = cmd->get_options().size();
+  AddCtxFlag(cmd, &f->common);
+  AddKvFlags(cmd, &f->common);
+  const std::vector<CLI::Option*> all = cmd->get_options();
+  added.insert(added.end(), all.begin() + std::ptrdiff_t(before), all.end());
+  return added;
+}
+
+std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
+  std::vector<CLI::Option*> a;
+  a.push_back(cmd->add_option("-t,--threads", f->threads, "Compute threads (default: all cores)")
+                  ->check(CLI::Range(0, 1024)));
+  a.push_back(cmd->add_option("--max-num-seqs", f->max_num_seqs, "Sequences decoding at once")
+                  ->check(CLI::Range(1, 4096))
+                  ->capture_default_str());
+  a.push_back(
+      cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
+                      "Tokens per forward pass (decodes plus prefill chunks); >= --max-num-seqs")
+          ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+          ->capture_default_str());
+  a.push_back(cmd->add_option("--max-queued-requests", f->max_queued_requests,
+                              "Waiting requests beyond this are answered 503 with Retry-After")
+                  ->check(CLI::Range(0, 1 << 20))
+                  ->capture_default_str());
+  a.push_back(cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
+                            f->prefix_caching,
+                            "Reuse the KV of prompt prefixes seen before (on by default)"));
+  a.push_back(
+      cmd->add_option("--kv-cache-memory-bytes", f->kv_memory,
+                      "KV pool size (512MiB, 4GiB); default: what --max-num-seqs sequences of the "
+                      "full context need, at most 1GiB but at least one full sequence"));
+  a.push_back(cmd->add_option("--kv-policy", f->kv_policy,
+                              "paged: blocks as tokens arrive; contiguous: reserve max_model_len "
+                              "tokens per sequence at admission (emulates pre-PagedAttention "
+                              "servers, for comparison)")
+                  ->check(CLI::IsMember({"paged", "contiguous"}))
+                  ->capture_default_str());
+  return a;
+}
+
+Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
+  Loaded l;
+  KV_ASSIGN_OR_RETURN(ModelFile mf, OpenModelFile(f.common.model));
+  l.file = mf.file;
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(mf.file, mf.path));
+  l.model = std::shared_ptr<const Model>(std::move(model));
+  const ModelConfig& cfg = l.model->config();
+  KV_ASSIGN_OR_RETURN(l.tokenizer, Tokenizer::FromGguf(*mf.file));
+  KV_ASSIGN_OR_RETURN(KvDtypeMap dtypes, ResolveKvDtypes(f.common, cfg.n_layers));
+  KV_ASSIGN_OR_RETURN(l.max_model_len, ResolveCtx(f.common, cfg));
+  EngineOptions eo;
+  eo.max_num_seqs = f.max_num_seqs;
+  eo.max_num_batched_tokens = f.max_num_batched_tokens;
+  eo.max_queued_requests = f.max_queued_requests;
+  eo.threads = f.threads;
+  KV_ASSIGN_OR_RETURN(eo.kv.groups, BuildKvGroups(cfg, dtypes));
+  eo.kv.block_size = f.common.block_size;
+  eo.kv.max_model_len = l.max_model_len;
+  eo.kv.enable_prefix_caching = f.prefix_caching;
+  eo.kv.model_fingerprint = mf.path;
+  KV_ASSIGN_OR_RETURN(eo.kv.memory_bytes, KvMemory(f, cfg, dtypes, l.max_model_len));
+  eo.contiguous_reservation = f.kv_policy == "contiguous";
+  const Vocab& vocab = l.tokenizer->vocab();
+  for (int32_t id : {vocab.special.eos, vocab.special.eot, vocab.special.eom}) {
+    if (id != kNoToken) eo.eos_token_ids.push_back(id);
+  }
+  KV_ASSIGN_OR_RETURN(l.engine, Engine::Create(l.model, eo));
+  l.engine->Start();
+  l.chat_template = server::ChatTemplate::FromGguf(*mf.file);
+  l.name = f.served_model_name.empty() ? f.common.model : f.served_model_name;
+  const std::string w(who);
+  if (mf.synthetic) {
+    std::fprintf(stderr, "%s: synthetic model %s: random weights, the text is meaningless\n",
+                 w.c_str(), mf.path.c_str());
+  }
+  std::fprintf(stderr, "%s: %s\n", w.c_str(), l.engine->DescribeCapacity().c_str());
+  std::fprintf(stderr, "%s: KV %s, prefix caching %s, policy %s, chat template %s\n", w.c_str(),
+               dtypes.Describe().c_str(), f.prefix_caching ? "on" : "off", f.kv_policy.c_str(),
+               std::string(l.chat_template.name()).c_str());
+  return l;
+}
+
+Status ResolveHttpOptions(ServeFlags* f) {
+  Result<uint64_t> body = ParseSize(f->max_body);
+  if (!body.ok()) return InvalidArgument("--max-body-bytes: " + body.status().message());
+  f->http.max_body_bytes = *body;
+  f->http.max_threads =
+      f->http_threads > 0 ? f->http_threads : f->max_num_seqs + f->max_queued_requests + 64;
+  f->http.limits.max_n = std::min(kMaxChoices, f->max_num_seqs);
+  return Status::Ok();
+}
+
+server::ServedModel MakeServedModel(const Loaded& loaded, server::InferenceBackend* backend) {
+  server::ServedModel served;
+  served.name = loaded.name;
+  served.backend = backend;
+  served.tokenizer = loaded.tokenizer.get();
+  served.chat_template = loaded.chat_template;
+  served.max_model_len = loaded.max_model_len;
+  return served;
+}
+
+}  // namespace kvengine::cli
