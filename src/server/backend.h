@@ -1,4 +1,4 @@
-// InferenceBackend: the four calls the HTTP server makes on an engine. The server holds no
+// InferenceBackend: the calls the HTTP server makes on an engine. The server holds no
 // scheduling or cache logic; this seam lets its HTTP behaviour (streaming, cancellation on
 // disconnect, errors) be tested against a scripted backend as well as the real Engine.
 //
@@ -17,6 +17,8 @@ class InferenceBackend {
   virtual ~InferenceBackend() = default;
   virtual Result<RequestId> Submit(RequestParams params, EventCallback on_event) = 0;
   virtual void Cancel(RequestId id) = 0;
+  // Ends one choice (a stop string was found in its text); the other choices go on.
+  virtual void StopChoice(RequestId id, int choice) = 0;
   virtual EngineStats Stats() const = 0;
 };
 
@@ -28,6 +30,7 @@ class EngineBackend : public InferenceBackend {
     return engine_.Submit(std::move(params), std::move(on_event));
   }
   void Cancel(RequestId id) override { engine_.Cancel(id); }
+  void StopChoice(RequestId id, int choice) override { engine_.StopChoice(id, choice); }
   EngineStats Stats() const override { return engine_.Stats(); }
 
  private:

@@ -122,11 +122,14 @@ class Job {
   bool Pump() {
     if (!queue_->WaitPop(state_.poll_interval(), &events_)) return false;
     for (const RequestEvent& e : events_) generation_.Apply(e);
+    // A choice a stop string ended stops in the engine too (its blocks go, the rest go on).
+    for (int choice : generation_.TakeStringStops()) backend_.StopChoice(id_, choice);
     return true;
   }
 
-  // Once every choice has ended on our side: cancel what the engine still runs (stop strings),
-  // and give its final events (usage figures) a moment to arrive.
+  // Once every choice has ended on our side: cancel whatever the engine still runs (the
+  // StopChoice calls normally ended it already), and give its final events (usage figures) a
+  // moment to arrive.
   void SettleEngine() {
     if (generation_.engine_done()) return;
     backend_.Cancel(id_);

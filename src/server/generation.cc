@@ -79,7 +79,10 @@ void Generation::Apply(const RequestEvent& e) {
       c.changed = true;
     }
     Release(c, c.matcher.Push(c.decoder.Push(e.token)));
-    if (c.matcher.stopped()) End(c, "stop");
+    if (c.matcher.stopped()) {
+      End(c, "stop");
+      string_stops_.push_back(e.choice);
+    }
   }
   if (e.finish_reason == FinishReason::kNone || c.engine_final) return;
   c.engine_final = true;
@@ -117,6 +120,12 @@ std::vector<ChoiceDelta> Generation::TakeDeltas() {
     c.pending.index = out.back().index;
     c.changed = false;
   }
+  return out;
+}
+
+std::vector<int> Generation::TakeStringStops() {
+  std::vector<int> out;
+  out.swap(string_stops_);
   return out;
 }
 

@@ -5,9 +5,9 @@
 //
 // Per choice: StreamDecoder (text is always valid UTF-8, a character split over byte tokens is
 // held until complete) -> StopMatcher (a stop string never shows, not even partly). A choice
-// ends at the engine's final event for it, or earlier at a stop string; tokens the engine still
-// sends for an ended choice are ignored (the handler cancels the request once every choice has
-// ended, so the engine frees its blocks).
+// ends at the engine's final event for it, or earlier at a stop string; the handler then tells
+// the engine to stop that choice (TakeStringStops), and tokens the engine still sends for an
+// ended choice are ignored.
 //
 // EventQueue carries events from the engine thread to the HTTP thread.
 //
@@ -88,6 +88,8 @@ class Generation {
   void Apply(const RequestEvent& event);
   // The choices that changed since the last call, in index order.
   std::vector<ChoiceDelta> TakeDeltas();
+  // Choices that a stop string ended since the last call while the engine still runs them.
+  std::vector<int> TakeStringStops();
 
   // Every choice has ended (normally, or through an error or cancellation).
   bool done() const { return ended_ == int(choices_.size()); }
@@ -126,6 +128,7 @@ class Generation {
   int ended_ = 0;
   int engine_finals_ = 0;
   std::optional<std::string> failure_;
+  std::vector<int> string_stops_;  // Not taken yet.
   bool cancelled_ = false;
 };
 

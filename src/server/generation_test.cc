@@ -77,6 +77,8 @@ TEST(GenerationTest, StopStringEndsOneChoiceBeforeTheEngine) {
   EXPECT_EQ(c.text[0], " one two");
   EXPECT_EQ(c.finish[0], "stop");
   EXPECT_FALSE(g.done());  // Choice 1 still runs.
+  EXPECT_EQ(g.TakeStringStops(), std::vector<int>{0});  // The engine must stop choice 0.
+  EXPECT_TRUE(g.TakeStringStops().empty());
   g.Apply(Token(1, ids[0]));
   g.Apply(Final(1, FinishReason::kStop, 1));
   Drain(g, &c);
@@ -84,6 +86,7 @@ TEST(GenerationTest, StopStringEndsOneChoiceBeforeTheEngine) {
   EXPECT_FALSE(g.engine_done());  // The engine never ended choice 0.
   EXPECT_EQ(c.text[1], " one");
   EXPECT_EQ(c.finish[1], "stop");
+  EXPECT_TRUE(g.TakeStringStops().empty());  // The engine ended choice 1 itself.
   // Logprobs for every token received while the choice was open (up to the stop).
   EXPECT_GE(c.logprobs[0], 3u);
   EXPECT_EQ(c.logprobs[1], 1u);

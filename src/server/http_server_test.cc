@@ -178,9 +178,10 @@ TEST_F(HttpServerTest, StopStringCutsAndCancels) {
   const json j = json::parse(r->body);
   EXPECT_EQ(j["choices"][0]["text"], " one two");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
-  // The engine's request was cancelled at once rather than run to 100 tokens.
+  // The engine's choice was stopped at once rather than run to 100 tokens.
   EXPECT_TRUE(backend_->WaitIdle(milliseconds(1000)));
-  EXPECT_EQ(backend_->cancels(), 1);
+  EXPECT_EQ(backend_->choice_stops(), 1);
+  EXPECT_EQ(backend_->cancels(), 0);
 }
 
 TEST_F(HttpServerTest, StreamingCompletionsAndChat) {

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "base/check.h"
@@ -81,6 +82,28 @@ void FakeBackend::Cancel(RequestId id) {
     it->second.on_event(e);
   }
   running_.erase(it);
+  cv_.notify_all();
+}
+
+void FakeBackend::StopChoice(RequestId id, int choice) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = running_.find(id);
+  if (it == running_.end() || choice < 0 || size_t(choice) >= it->second.done.size() ||
+      it->second.done[size_t(choice)] || it->second.produced[size_t(choice)] == 0) {
+    return;
+  }
+  ++choice_stops_;
+  it->second.done[size_t(choice)] = true;
+  RequestEvent e;
+  e.id = id;
+  e.choice = choice;
+  e.finish_reason = FinishReason::kStop;
+  e.prompt_tokens = int64_t(it->second.params.prompt.size());
+  e.completion_tokens = it->second.produced[size_t(choice)];
+  it->second.on_event(e);
+  if (std::all_of(it->second.done.begin(), it->second.done.end(), [](bool d) { return d; })) {
+    running_.erase(it);
+  }
   cv_.notify_all();
 }
 

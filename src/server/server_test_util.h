@@ -32,10 +32,12 @@ class FakeBackend : public InferenceBackend {
 
   Result<RequestId> Submit(RequestParams params, EventCallback on_event) override;
   void Cancel(RequestId id) override;
+  void StopChoice(RequestId id, int choice) override;
   EngineStats Stats() const override;
 
   int64_t running() const;
   int64_t cancels() const { return cancels_.load(); }
+  int64_t choice_stops() const { return choice_stops_.load(); }  // StopChoice calls that ended one.
   int64_t submits() const { return submits_.load(); }
   // Waits until no request runs; false after `timeout`.
   bool WaitIdle(std::chrono::milliseconds timeout) const;
@@ -63,7 +65,7 @@ class FakeBackend : public InferenceBackend {
   std::map<RequestId, Running> running_;
   RequestId next_id_ = 1;
   bool stop_ = false;
-  std::atomic<int64_t> cancels_{0}, submits_{0};
+  std::atomic<int64_t> cancels_{0}, submits_{0}, choice_stops_{0};
   std::atomic<bool> fail_next_{false}, paused_{false};
   std::thread thread_;
 };
