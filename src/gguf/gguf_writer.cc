@@ -311,7 +311,9 @@ std::vector<uint8_t> GgufWriter::EncodeHead(std::span<const uint64_t> offsets) c
     GgufAppendScalar<uint32_t>(&out, static_cast<uint32_t>(t.type));
     GgufAppendScalar<uint64_t>(&out, offsets[i]);
   }
-  GgufAppendPadding(&out, alignment_);
+  // The data section starts aligned. A file without tensors has none, and padding it would
+  // write up to alignment - 1 bytes for nothing (2^31 - 1 for the largest legal alignment).
+  if (!tensors_.empty()) GgufAppendPadding(&out, alignment_);
   return out;
 }
 

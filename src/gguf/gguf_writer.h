@@ -4,8 +4,8 @@
 //
 // Layout written (see gguf_reader.h for the format):
 //   header | `general.alignment` (u32, first, only if SetAlignment was called) | metadata in the
-//   order added | tensor infos in the order added | zero padding to the alignment |
-//   each tensor's bytes followed by zero padding to the alignment.
+//   order added | tensor infos in the order added | zero padding to the alignment (only when
+//   there are tensors) | each tensor's bytes followed by zero padding to the alignment.
 // Tensor offsets are therefore: offset[0] = 0, offset[i+1] = AlignUp(offset[i] + bytes[i]).
 //
 // Every Add* validates its input (unique keys and names, key and name lengths, shapes, types,
