@@ -128,16 +128,7 @@ TEST(EngineCancelTest, CancelWhileDecodingWithChoices) {
     EXPECT_EQ(f.completion_tokens, 3);  // Both choices sample in each step.
     EXPECT_EQ(f.prompt_tokens, 20);
   }
-  // No token after a choice's final event.
-  const auto events = log.Events(id);
-  for (int c = 0; c < 2; ++c) {
-    bool ended = false;
-    for (const RequestEvent& e : events) {
-      if (e.choice != c) continue;
-      EXPECT_FALSE(ended && e.has_token);
-      ended = ended || e.finish_reason != FinishReason::kNone;
-    }
-  }
+  ExpectNothingAfterFinal(log.Events(id), 2);
   ExpectNoBlocksInUse(*engine);
 }
 
@@ -199,6 +190,7 @@ TEST(EngineCancelTest, StopChoiceEndsOneChoiceAndTheOthersGoOn) {
     }
   }
   // The stopped choice's tokens are a prefix of running alone; the others are all of it.
+  ExpectNothingAfterFinal(log.Events(id), 3);
   const std::vector<int32_t> alone = RunAlone(*TinyModel(), p, 0);
   EXPECT_EQ(log.Tokens(id, 0), alone);
   ExpectNoBlocksInUse(*engine);

@@ -98,6 +98,18 @@ inline std::vector<int32_t> RunAlone(const Model& model, const RequestParams& p,
   return r->output_ids;
 }
 
+// No event of a choice follows its final event (checked for choices 0..choices-1).
+inline void ExpectNothingAfterFinal(const std::vector<RequestEvent>& events, int choices) {
+  for (int c = 0; c < choices; ++c) {
+    bool ended = false;
+    for (const RequestEvent& e : events) {
+      if (e.choice != c) continue;
+      EXPECT_FALSE(ended) << "event after the final one, request " << e.id << " choice " << c;
+      ended = ended || e.finish_reason != FinishReason::kNone;
+    }
+  }
+}
+
 // Records engine events; thread-safe. Must outlive the engine writing into it.
 class EventLog {
  public:
