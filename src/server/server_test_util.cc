@@ -65,6 +65,17 @@ Result<RequestId> FakeBackend::Submit(RequestParams params, EventCallback on_eve
   return id;
 }
 
+RequestEvent FakeBackend::FinalEvent(RequestId id, const Running& r, int choice,
+                                     FinishReason reason) {
+  RequestEvent e;
+  e.id = id;
+  e.choice = choice;
+  e.finish_reason = reason;
+  e.prompt_tokens = int64_t(r.params.prompt.size());
+  e.completion_tokens = r.produced[size_t(choice)];
+  return e;
+}
+
 void FakeBackend::Cancel(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = running_.find(id);
@@ -73,13 +84,7 @@ void FakeBackend::Cancel(RequestId id) {
   // As the engine does: every open choice ends with kCancelled.
   for (size_t c = 0; c < it->second.done.size(); ++c) {
     if (it->second.done[c]) continue;
-    RequestEvent e;
-    e.id = id;
-    e.choice = int(c);
-    e.finish_reason = FinishReason::kCancelled;
-    e.prompt_tokens = int64_t(it->second.params.prompt.size());
-    e.completion_tokens = it->second.produced[c];
-    it->second.on_event(e);
+    it->second.on_event(FinalEvent(id, it->second, int(c), FinishReason::kCancelled));
   }
   running_.erase(it);
   cv_.notify_all();
@@ -94,13 +99,7 @@ void FakeBackend::StopChoice(RequestId id, int choice) {
   }
   ++choice_stops_;
   it->second.done[size_t(choice)] = true;
-  RequestEvent e;
-  e.id = id;
-  e.choice = choice;
-  e.finish_reason = FinishReason::kStop;
-  e.prompt_tokens = int64_t(it->second.params.prompt.size());
-  e.completion_tokens = it->second.produced[size_t(choice)];
-  it->second.on_event(e);
+  it->second.on_event(FinalEvent(id, it->second, choice, FinishReason::kStop));
   if (std::all_of(it->second.done.begin(), it->second.done.end(), [](bool d) { return d; })) {
     running_.erase(it);
   }

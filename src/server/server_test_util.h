@@ -55,6 +55,8 @@ class FakeBackend : public InferenceBackend {
     bool fail = false;
   };
   void Loop();
+  // The final event of `choice` (Cancel, StopChoice), without cached-token figures.
+  static RequestEvent FinalEvent(RequestId id, const Running& r, int choice, FinishReason reason);
 
   const std::vector<int32_t> script_;
   const std::chrono::milliseconds step_;
