@@ -279,7 +279,9 @@ curl -sS -N -o "$scratch/stream" -H 'Content-Type: application/json' -d "$endles
 pids+=("$!")
 problem=""
 wait_for "the first chunk" 10 'has_chunk "$scratch/stream"' || problem="no chunk"
-[ -z "$problem" ] && [ "$(metric kv_blocks_used)" -gt 0 ] || problem="${problem:-no KV block in use while streaming}"
+# Stats are published at the end of each step, so the first chunk can arrive before they show
+# its blocks: wait for them (bounded) rather than sampling once.
+[ -z "$problem" ] && ! wait_for "a KV block in use" 10 'metric_ge kv_blocks_used 1' && problem="no KV block in use while streaming"
 stop_curl "${pids[0]}"
 [ -z "$problem" ] && ! wait_for "the cancellation" 10 'metric_is request_cancelled_total $((cancelled + 1))' && problem="not cancelled"
 finish_row "disconnect mid-stream" "$problem"
