@@ -89,6 +89,23 @@ void PagedAttention(const KvLayerView& kv, std::span<const int32_t> table, const
   });
 }
 
+void PagedAttentionBatch(const KvLayerView& kv, std::span<const AttentionQuery> queries,
+                         int n_heads, float scale, ThreadPool* pool) {
+  const auto run = [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      const AttentionQuery& a = queries[size_t(i)];
+      scratch.resize(size_t(n_heads) * size_t(VisiblePositions(kv, a.pos).count(a.pos)));
+      PagedAttention(kv, a.block_table, a.q, n_heads, a.pos, scale, a.out, scratch.data());
+    }
+  };
+  if (pool == nullptr) {
+    run(0, int64_t(queries.size()));
+  } else {
+    pool->ParallelFor(int64_t(queries.size()), run);
+  }
+}
+
 void ContiguousAttentionRef(const KvLayerView& shape, const float* k, const float* v,
                             const float* q, int n_heads, int64_t pos, float scale, float* out) {
   const int group = n_heads / shape.num_kv_heads;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 
+#include "base/thread_pool.h"
 #include "quant/kv_dtype.h"
 
 namespace kvengine {
@@ -48,6 +49,22 @@ VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos);
 // Every visible position must be in a block the table holds (KV_CHECK).
 void PagedAttention(const KvLayerView& kv, std::span<const int32_t> block_table, const float* q,
                     int n_heads, int64_t pos, float scale, float* out, float* scratch);
+
+// One token's query against one layer's KV (see PagedAttentionBatch).
+struct AttentionQuery {
+  std::span<const int32_t> block_table;  // The token's sequence's table for the layer's group.
+  const float* q = nullptr;              // [n_heads][head_dim_k]
+  int64_t pos = 0;                       // The token's position; it attends to VisiblePositions.
+  float* out = nullptr;                  // [n_heads][head_dim_v]; written, never read.
+};
+
+// Every query of a batch against the same layer, split over `pool` (nullptr: the caller alone).
+// Each query's output equals what PagedAttention computes for it, bit for bit, whatever the
+// batch, the thread count or the split: a token's result depends on its own query, position and
+// visible KV only (batch invariance). A layer view whose block_size is the whole context and whose
+// table has one entry is a contiguous per-head layout; it is valid input too.
+void PagedAttentionBatch(const KvLayerView& kv, std::span<const AttentionQuery> queries,
+                         int n_heads, float scale, ThreadPool* pool);
 
 // The plain reference: K [T][num_kv_heads][head_dim_k] and V [T][num_kv_heads][head_dim_v] in
 // contiguous f32, same visibility rules (window, sinks from `kv`). Double-precision softmax and

@@ -88,15 +88,12 @@ Status LlamaModel::Forward(std::span<const SeqChunk> chunks, KvCacheManager& kv,
     // Every token's K/V of this layer is in the cache: attend, reading blocks in place.
     const KvLayerView view = LayerViewOf(kv, l);
     const int group = kv.GroupOfLayer(l);
-    pool.ParallelFor(n, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch;
-      for (int64_t i = begin; i < end; ++i) {
-        const TokenRef& t = toks[size_t(i)];
-        scratch.resize(H * size_t(VisiblePositions(view, t.pos).count(t.pos)));
-        PagedAttention(view, kv.BlockTable(t.seq, group), q.data() + size_t(i) * H * D, int(H),
-                       t.pos, scale, att.data() + size_t(i) * H * Dv, scratch.data());
-      }
-    });
+    std::vector<AttentionQuery> queries(N);
+    for (size_t i = 0; i < N; ++i) {
+      queries[i] = {kv.BlockTable(toks[i].seq, group), q.data() + i * H * D, toks[i].pos,
+                    att.data() + i * H * Dv};
+    }
+    PagedAttentionBatch(view, queries, int(H), scale, &pool);
     MatMul(L.wo, att.data(), n, tmp.data(), &pool);
     AddInPlace(x.data(), tmp.data(), int64_t(N * E));
     for (size_t i = 0; i < N; ++i) {
