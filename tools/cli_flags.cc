@@ -50,6 +50,12 @@ void AddJsonFlag(CLI::App* app, CommonFlags* f) {
   app->add_flag("--json", f->json, "Print one JSON document on stdout instead of text");
 }
 
+void AddMmapFlag(CLI::App* app, CommonFlags* f) {
+  app->add_flag("--mmap", f->mmap,
+                "Map the GGUF file instead of reading it into huge-page memory: starts at once and "
+                "shares the page cache, but decodes about half as fast (4 KiB pages)");
+}
+
 Result<ResolvedModel> ResolveModel(const std::string& model) {
   const bool looks_like_file = model.size() > 5 && model.substr(model.size() - 5) == ".gguf";
   std::error_code ec;

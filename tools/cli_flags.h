@@ -15,6 +15,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "gguf/gguf_reader.h"
 #include "model_config/kv_groups.h"
 #include "model_config/model_config.h"
 
@@ -28,6 +29,7 @@ struct CommonFlags {
   int block_size = 16;
   std::string mem;  // Empty: no budget.
   bool json = false;
+  bool mmap = false;  // Map the GGUF instead of reading it into huge pages (GgufFile::LoadMode).
 };
 
 // Registers the shared flags on a subcommand; `defaults` supplies per-command defaults.
@@ -36,6 +38,10 @@ void AddCtxFlag(CLI::App* app, CommonFlags* f);
 void AddKvFlags(CLI::App* app, CommonFlags* f);
 void AddMemFlag(CLI::App* app, CommonFlags* f, const std::string& help);
 void AddJsonFlag(CLI::App* app, CommonFlags* f);
+void AddMmapFlag(CLI::App* app, CommonFlags* f);
+inline GgufFile::LoadMode LoadModeOf(const CommonFlags& f) {
+  return f.mmap ? GgufFile::LoadMode::kMap : GgufFile::LoadMode::kRead;
+}
 
 struct ResolvedModel {
   ModelConfig config;

@@ -28,7 +28,7 @@ struct DemoFlags {
 };
 
 int RunDemoCommand(DemoFlags& f) {
-  Result<ModelFile> mf = OpenModelFile(f.common.model);
+  Result<ModelFile> mf = OpenModelFile(f.common.model, LoadModeOf(f.common));
   if (!mf.ok()) return Fail(mf.status());
   Result<std::unique_ptr<Model>> loaded = LoadModel(mf->file, mf->path);
   if (!loaded.ok()) return Fail(loaded.status());
@@ -111,6 +111,7 @@ void RegisterDemoCommand(CLI::App& app, int* exit_code) {
                   "Multiply the workload's request counts and lengths (0.5: half as big)")
       ->check(CLI::Range(0.01, 16.0))
       ->capture_default_str();
+  AddMmapFlag(cmd, &f->common);
   AddJsonFlag(cmd, &f->common);
   cmd->callback([f, exit_code] { *exit_code = RunDemoCommand(*f); });
 }

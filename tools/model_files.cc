@@ -10,7 +10,7 @@
 
 namespace kvengine::cli {
 
-Result<ModelFile> OpenModelFile(const std::string& model) {
+Result<ModelFile> OpenModelFile(const std::string& model, GgufFile::LoadMode mode) {
   ModelFile m;
   std::error_code ec;
   const bool looks_like_file = model.size() > 5 && model.substr(model.size() - 5) == ".gguf";
@@ -31,7 +31,7 @@ Result<ModelFile> OpenModelFile(const std::string& model) {
     bar.Finish();
     m.synthetic = true;
   }
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(m.path));
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(m.path, mode));
   m.file = std::move(f);
   return m;
 }

@@ -51,7 +51,7 @@ int RunRun(RunFlags& f) {
     Status s = ForceKernelTarget(f.isa);
     if (!s.ok()) return Fail(s);
   }
-  Result<ModelFile> mf = OpenModelFile(f.common.model);
+  Result<ModelFile> mf = OpenModelFile(f.common.model, LoadModeOf(f.common));
   if (!mf.ok()) return Fail(mf.status());
   Result<std::unique_ptr<Model>> model = LoadModel(mf->file, mf->path);
   if (!model.ok()) return Fail(model.status());
@@ -187,6 +187,7 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
                   "Force a kernel instruction set (AVX3, AVX2, SSE4, SCALAR, ref) for testing; "
                   "default: the best this CPU runs (env KVENGINE_ISA too)")
       ->envname("KVENGINE_ISA");
+  AddMmapFlag(cmd, &f->common);
   AddJsonFlag(cmd, &f->common);
   cmd->callback([f, exit_code] {
     if (f->prompt.empty() && f->prompt_ids.empty()) {

@@ -44,6 +44,7 @@ std::vector<CLI::Option*> AddServeModelFlags(CLI::App* cmd, ServeFlags* f) {
   const size_t before = cmd->get_options().size();
   AddCtxFlag(cmd, &f->common);
   AddKvFlags(cmd, &f->common);
+  AddMmapFlag(cmd, &f->common);
   const std::vector<CLI::Option*> all = cmd->get_options();
   added.insert(added.end(), all.begin() + std::ptrdiff_t(before), all.end());
   return added;
@@ -83,7 +84,7 @@ std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
 
 Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   Loaded l;
-  KV_ASSIGN_OR_RETURN(ModelFile mf, OpenModelFile(f.common.model));
+  KV_ASSIGN_OR_RETURN(ModelFile mf, OpenModelFile(f.common.model, LoadModeOf(f.common)));
   l.file = mf.file;
   KV_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModel(mf.file, mf.path));
   l.model = std::shared_ptr<const Model>(std::move(model));

@@ -13,16 +13,18 @@
 #include <fmt/format.h>
 
 #include "base/checked_math.h"
+#include "base/huge_pages.h"
 #include "gguf/gguf_parse.h"
 
 namespace kvengine {
 
-// The bytes of an open file: a read-only private mapping (Open) or an aligned heap copy
-// (FromBytes); `bytes` covers exactly the file.
+// The bytes of an open file: a read-only private mapping (Open, kMap), a huge-page copy (Open,
+// kRead) or an aligned heap copy (FromBytes); `bytes` covers exactly the file.
 struct GgufFile::Storage {
   void* map_addr = nullptr;  // From mmap, or nullptr.
   size_t map_size = 0;
-  void* heap = nullptr;  // From aligned_alloc, or nullptr.
+  HugePageRegion region;  // The kRead copy, or empty.
+  void* heap = nullptr;   // From aligned_alloc, or nullptr.
   std::span<const uint8_t> bytes;
 
   Storage() = default;
@@ -60,7 +62,55 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Parse(std::unique_ptr<Storage> stora
   return std::unique_ptr<GgufFile>(new GgufFile(std::move(storage), std::move(contents)));
 }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
+namespace {
+
+// Reads the whole file at `fd` (`size` bytes) into `dst`.
+Status ReadAll(int fd, const std::string& path, uint8_t* dst, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t got = pread(fd, dst + done, size - done, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Internal(fmt::format("{}: read failed: {}", path, std::strerror(errno)));
+    if (got == 0) {
+      return InvalidArgument(
+          fmt::format("{}: file shrank while reading ({} of {} bytes)", path, done, size));
+    }
+    done += static_cast<size_t>(got);
+  }
+  return Status::Ok();
+}
+
+// Fills `storage` with the file's bytes as `mode` says.
+Status LoadBytes(int fd, const std::string& path, size_t size, GgufFile::LoadMode mode,
+                 void** map_addr, size_t* map_size, HugePageRegion* region,
+                 std::span<const uint8_t>* bytes) {
+  switch (mode) {
+    case GgufFile::LoadMode::kMap: {
+      void* addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (addr == MAP_FAILED) {
+        return Internal(
+            fmt::format("{}: mmap of {} bytes failed: {}", path, size, std::strerror(errno)));
+      }
+      *map_addr = addr;
+      *map_size = size;
+      *bytes = std::span<const uint8_t>(static_cast<const uint8_t*>(addr), size);
+      return Status::Ok();
+    }
+    case GgufFile::LoadMode::kRead: {
+      Result<HugePageRegion> r = HugePageRegion::Allocate(size);
+      if (!r.ok()) return Status(r.status().code(), path + ": " + r.status().message());
+      KV_RETURN_IF_ERROR(ReadAll(fd, path, r->data(), size));
+      *region = std::move(r).value();
+      *bytes = std::span<const uint8_t>(region->data(), size);
+      return Status::Ok();
+    }
+  }
+  return Internal("unknown load mode");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, LoadMode mode) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -73,20 +123,16 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
     return InvalidArgument(fmt::format("{}: not a regular file", path));
   }
   auto storage = std::make_unique<Storage>();
-  size_t size = static_cast<size_t>(st.st_size);
+  const size_t size = static_cast<size_t>(st.st_size);
   if (size > 0) {
-    void* addr = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (addr == MAP_FAILED) {
-      int err = errno;
+    const Status loaded = LoadBytes(fd, path, size, mode, &storage->map_addr,
+                                    &storage->map_size, &storage->region, &storage->bytes);
+    if (!loaded.ok()) {
       close(fd);
-      return Internal(
-          fmt::format("{}: mmap of {} bytes failed: {}", path, size, std::strerror(err)));
+      return loaded;
     }
-    storage->map_addr = addr;
-    storage->map_size = size;
-    storage->bytes = std::span<const uint8_t>(static_cast<const uint8_t*>(addr), size);
   }
-  close(fd);  // The mapping keeps the file's pages reachable.
+  close(fd);  // A mapping keeps the file's pages reachable; a copy needs the file no more.
   Result<std::unique_ptr<GgufFile>> file = Parse(std::move(storage));
   if (!file.ok()) {
     return Status(file.status().code(), fmt::format("{}: {}", path, file.status().message()));

@@ -1,5 +1,6 @@
 // Round trips writer -> reader for every value type and layout, the type tables, writer errors,
 // and the real llama.cpp files in ../shared/models.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -243,7 +244,17 @@ TEST(GgufRoundTripTest, FileAndCopyThroughAddValue) {
     ASSERT_TRUE(copy.AddTensor(t.name, t.type, t.shape(), t.data).ok());
   }
   EXPECT_EQ(*copy.WriteToBytes(), Serialize(BaseRawFile()));
+
+  // Read into huge-page memory instead of mapped: the same bytes, 2 MiB-aligned.
+  Result<std::unique_ptr<GgufFile>> read = GgufFile::Open(path, GgufFile::LoadMode::kRead);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(std::equal(f.bytes().begin(), f.bytes().end(), (*read)->bytes().begin(),
+                         (*read)->bytes().end()));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*read)->bytes().data()) % (size_t{2} << 20), 0u);
+  EXPECT_EQ((*read)->tensors().size(), f.tensors().size());
   std::filesystem::remove(path);
+  EXPECT_EQ(GgufFile::Open(path, GgufFile::LoadMode::kRead).status().code(),
+            StatusCode::kNotFound);
 
   EXPECT_EQ(GgufFile::Open(path).status().code(), StatusCode::kNotFound);
   EXPECT_FALSE(GgufFile::Open(::testing::TempDir()).ok());  // A directory.
