@@ -129,11 +129,12 @@ TEST(MatMulTest, BatchInvariantOnEveryTarget) {
   for (const std::string& target : AvailableKernelTargets()) {
     ScopedKernelTarget scoped(target);
     for (GgmlType type : kMatMulTypes) {
-      // 37 rows: not a multiple of the row tile or of the per-thread unit. Two shapes: a small
-      // one (7 tokens, tails in every tile) and a wide one whose 40 tokens span several token
-      // blocks (a 4096-column block holds 16 tokens).
+      // 37 rows: not a multiple of the row tile or of the per-thread unit. Three shapes: 3 tokens
+      // (the one-row-at-a-time decode tiles), a small one (7 tokens, tails in every tile) and a
+      // wide one whose 40 tokens span several token blocks (a 4096-column block holds 16 tokens).
       for (const auto& [cols, n_tokens] :
-           {std::pair<int64_t, int64_t>{type == GgmlType::kQ8_0 ? 96 : 100, 7},
+           {std::pair<int64_t, int64_t>{type == GgmlType::kQ8_0 ? 96 : 100, 3},
+            std::pair<int64_t, int64_t>{type == GgmlType::kQ8_0 ? 96 : 100, 7},
             std::pair<int64_t, int64_t>{4096, 40}}) {
         SCOPED_TRACE(testing::Message() << target << " " << GgmlTypeName(type) << " cols=" << cols
                                         << " tokens=" << n_tokens);
