@@ -1,6 +1,10 @@
 // `kvengine bench <what>`: benchmarks that print ratios measured in the same run.
 //   bench kv   the workload benchmark: the real block manager under synthetic request streams,
 //              paged (with and without prefix caching) vs contiguous reservation.
+//   bench attention   paged decode attention KV GB/s vs the measured read bandwidth
+//                     (bench_attention_command.cc).
+//   bench decode      a model's prefill and decode tokens/s at KV depths and batch sizes
+//                     (bench_decode_command.cc).
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -114,6 +118,8 @@ void RegisterBenchCommand(CLI::App& app, int* exit_code) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks that print ratios measured in one run");
   bench->require_subcommand(1);
   RegisterBenchKv(bench, exit_code);
+  RegisterBenchAttention(bench, exit_code);
+  RegisterBenchDecode(bench, exit_code);
 }
 
 }  // namespace kvengine::cli

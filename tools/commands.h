@@ -14,4 +14,8 @@ void RegisterServeCommand(CLI::App& app, int* exit_code);
 void RegisterBenchServeCommand(CLI::App& app, int* exit_code);
 void RegisterDemoCommand(CLI::App& app, int* exit_code);
 
+// Subcommands of `kvengine bench` (RegisterBenchCommand adds them).
+void RegisterBenchAttention(CLI::App* bench, int* exit_code);  // bench_attention_command.cc
+void RegisterBenchDecode(CLI::App* bench, int* exit_code);     // bench_decode_command.cc
+
 }  // namespace kvengine::cli

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "attention/attention_kernel.h"
 #include "base/check.h"
-#include "quant/codec.h"
 
 namespace kvengine {
 
@@ -19,90 +20,177 @@ VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos) {
 
 namespace {
 
-// Calls f(t, row_index_base) for every visible position t in ascending order, where the K/V rows
-// of head h at t are at block_base + section + (h * block_size + slot) * row_bytes.
-template <typename F>
-void ForEachVisible(const KvLayerView& kv, std::span<const int32_t> table, int64_t pos, F f) {
-  const VisibleRange r = VisiblePositions(kv, pos);
-  auto visit = [&](int64_t t) {
-    const int64_t j = t / kv.block_size;
-    KV_CHECK(j < static_cast<int64_t>(table.size()) && table[size_t(j)] >= 0)
-        << "position " << t << " is not in the block table";
-    const uint8_t* base = kv.pool + size_t(table[size_t(j)]) * kv.bytes_per_block;
-    f(base, static_cast<int>(t % kv.block_size));
+// Split-K: positions are cut into partitions [j * kPartitionPositions, (j + 1) * ...); one work
+// item per (query, KV head, partition that holds visible positions). The boundaries depend on
+// positions only, and partial states are always merged in ascending partition order, so a result
+// never depends on the thread count or the batch. Contexts up to this size are one item per KV
+// head (no merge cost beyond one normalization). Why 2048: at a 32k context with 8 KV heads it
+// gives 128 equal items, plenty to balance 2 (or 16) threads, while an item stays long enough
+// (64 chunks) that its setup, the first chunk's unprefetched rows and the merge are noise.
+constexpr int64_t kPartitionPositions = 2048;
+// Per-item cost beyond its positions, in positions (setup, q copy, merge): for load balancing.
+constexpr int64_t kItemOverhead = 16;
+
+// One planned item: which query, where its partial state goes, its cost for scheduling.
+struct PlannedItem {
+  AttentionItem item;
+  int32_t query = 0;
+  int64_t state = 0;  // Offset of its partial state in the batch's state buffer.
+  int64_t cost = 0;
+};
+
+// A (query, KV head) whose partial states [first_state, + parts * stride) are merged into out.
+struct MergeTask {
+  int64_t first_state = 0;
+  int parts = 0;
+  float* out = nullptr;  // [group][dv] of the query's output.
+};
+
+// The batch's plan; kept per calling thread and reused, so steady-state decoding allocates nothing.
+struct BatchPlan {
+  std::vector<PlannedItem> items;
+  std::vector<MergeTask> merges;
+  std::vector<float> states;
+};
+
+// Appends `q`'s items (KV head major, partitions ascending) and their merge tasks.
+void PlanQuery(const KvLayerView& kv, const AttentionQuery& q, int32_t qi, int n_heads, float scale,
+               BatchPlan* plan, int64_t* state_floats) {
+  const int group = n_heads / kv.num_kv_heads;
+  const int64_t stride = int64_t(PartialStateFloats(group, kv.head_dim_v));
+  const VisibleRange r = VisiblePositions(kv, q.pos);
+  const int64_t ranges[2][2] = {{0, r.sinks}, {r.lo, q.pos + 1}};
+  const int64_t first_part = r.sinks > 0 ? 0 : r.lo / kPartitionPositions;
+  const int64_t last_part = q.pos / kPartitionPositions;
+  for (int kh = 0; kh < kv.num_kv_heads; ++kh) {
+    MergeTask merge{*state_floats, 0, q.out + size_t(kh) * size_t(group) * size_t(kv.head_dim_v)};
+    for (int64_t j = first_part; j <= last_part; ++j) {
+      const int64_t p0 = j * kPartitionPositions, p1 = p0 + kPartitionPositions;
+      PlannedItem it;
+      it.item.block_table = q.block_table;
+      it.item.q = q.q + size_t(kh) * size_t(group) * size_t(kv.head_dim_k);
+      it.item.kv_head = kh;
+      it.item.group = group;
+      it.item.scale = scale;
+      int64_t count = 0;
+      for (int k = 0; k < 2; ++k) {
+        it.item.begin[k] = std::max(ranges[k][0], p0);
+        it.item.end[k] = std::max(it.item.begin[k], std::min(ranges[k][1], p1));
+        count += it.item.end[k] - it.item.begin[k];
+      }
+      if (count == 0) continue;  // A partition between the sinks and the window.
+      it.query = qi;
+      it.state = *state_floats;
+      it.cost = count + kItemOverhead;
+      *state_floats += stride;
+      ++merge.parts;
+      plan->items.push_back(it);
+    }
+    plan->merges.push_back(merge);
+  }
+}
+
+// out[g][d] = sum_j acc_j[g][d] w_j / sum_j l_j[g] w_j, w_j = e^(m_j[g] - max_j m_j[g]), over the
+// parts in ascending order (one part: acc / l).
+void Merge(const MergeTask& t, const float* states, int group, int dv) {
+  const size_t stride = PartialStateFloats(group, dv);
+  for (int g = 0; g < group; ++g) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < t.parts; ++j)
+      mx = std::max(mx, states[size_t(t.first_state) + j * stride + size_t(g)]);
+    float* out = t.out + size_t(g) * size_t(dv);
+    float sum = 0;
+    for (int j = 0; j < t.parts; ++j) {
+      const float* st = states + size_t(t.first_state) + j * stride;
+      const float w = std::exp(st[g] - mx);
+      sum += st[group + g] * w;
+      const float* acc = st + 2 * size_t(group) + size_t(g) * size_t(dv);
+      if (j == 0) {
+        for (int d = 0; d < dv; ++d) out[d] = acc[d] * w;
+      } else {
+        for (int d = 0; d < dv; ++d) out[d] += acc[d] * w;
+      }
+    }
+    const float inv = 1.0f / sum;
+    for (int d = 0; d < dv; ++d) out[d] *= inv;
+  }
+}
+
+// Runs f(begin, end) over [0, n) split in cost-balanced contiguous ranges, one per thread (which
+// thread runs which range does not affect results).
+template <class F>
+void RunBalanced(ThreadPool* pool, int64_t n, const std::vector<int64_t>& prefix_cost, F f) {
+  const int64_t threads = pool == nullptr ? 1 : std::min<int64_t>(pool->num_threads(), n);
+  if (threads <= 1) {
+    f(0, n);
+    return;
+  }
+  const int64_t total = prefix_cost[size_t(n)];
+  // Range c holds the items whose cost midpoint falls in [c * total / threads, (c+1) * ...).
+  const auto bound = [&](int64_t c) {
+    const int64_t target = c * total / threads;
+    int64_t lo = 0;
+    while (lo < n &&
+           prefix_cost[size_t(lo)] * 2 + (prefix_cost[size_t(lo) + 1] - prefix_cost[size_t(lo)]) <
+               2 * target) {
+      ++lo;
+    }
+    return lo;
   };
-  for (int64_t t = 0; t < r.sinks; ++t) visit(t);
-  for (int64_t t = r.lo; t <= pos; ++t) visit(t);
+  pool->ParallelFor(threads, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) f(bound(c), bound(c + 1));
+  });
 }
 
 }  // namespace
 
 void PagedAttention(const KvLayerView& kv, std::span<const int32_t> table, const float* q,
-                    int n_heads, int64_t pos, float scale, float* out, float* scratch) {
-  KV_CHECK(n_heads % kv.num_kv_heads == 0);
-  const int group = n_heads / kv.num_kv_heads;
-  const int64_t n = VisiblePositions(kv, pos).count(pos);
-  const size_t bs = size_t(kv.block_size);
-  // Pass 1: scores[h][i] = q_h . k_i * scale, streaming each K row once per KV head.
-  int64_t i = 0;
-  ForEachVisible(kv, table, pos, [&](const uint8_t* blk, int slot) {
-    for (int kh = 0; kh < kv.num_kv_heads; ++kh) {
-      const size_t row = size_t(kh) * bs + size_t(slot);
-      const uint8_t* kd = blk + kv.k_data + row * kv.k_row_bytes;
-      const uint8_t* ks = blk + kv.k_scale + row * kv.k_scale_bytes;
-      for (int g = 0; g < group; ++g) {
-        const int h = kh * group + g;
-        scratch[size_t(h) * size_t(n) + size_t(i)] =
-            DotRow(kv.k_dtype, kd, ks, q + size_t(h) * size_t(kv.head_dim_k), kv.head_dim_k) *
-            scale;
-      }
-    }
-    ++i;
-  });
-  // Softmax per head, in place.
-  for (int h = 0; h < n_heads; ++h) {
-    float* s = scratch + size_t(h) * size_t(n);
-    const float mx = *std::max_element(s, s + n);
-    float sum = 0;
-    for (int64_t t = 0; t < n; ++t) {
-      s[t] = std::exp(s[t] - mx);
-      sum += s[t];
-    }
-    const float inv = 1.0f / sum;
-    for (int64_t t = 0; t < n; ++t) s[t] *= inv;
-  }
-  // Pass 2: out_h = sum_i p[h][i] * v_i, streaming each V row once per KV head.
-  std::memset(out, 0, sizeof(float) * size_t(n_heads) * size_t(kv.head_dim_v));
-  i = 0;
-  ForEachVisible(kv, table, pos, [&](const uint8_t* blk, int slot) {
-    for (int kh = 0; kh < kv.num_kv_heads; ++kh) {
-      const size_t row = size_t(kh) * bs + size_t(slot);
-      const uint8_t* vd = blk + kv.v_data + row * kv.v_row_bytes;
-      const uint8_t* vs = blk + kv.v_scale + row * kv.v_scale_bytes;
-      for (int g = 0; g < group; ++g) {
-        const int h = kh * group + g;
-        AxpyRow(kv.v_dtype, vd, vs, scratch[size_t(h) * size_t(n) + size_t(i)], kv.head_dim_v,
-                out + size_t(h) * size_t(kv.head_dim_v));
-      }
-    }
-    ++i;
-  });
+                    int n_heads, int64_t pos, float scale, float* out, float* /*scratch*/) {
+  const AttentionQuery query{table, q, pos, out};
+  PagedAttentionBatch(kv, std::span<const AttentionQuery>(&query, 1), n_heads, scale, nullptr);
 }
 
 void PagedAttentionBatch(const KvLayerView& kv, std::span<const AttentionQuery> queries,
                          int n_heads, float scale, ThreadPool* pool) {
-  const auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch;
+  PagedAttentionBatchWith(DefaultAttentionKernels(), kv, queries, n_heads, scale, pool);
+}
+
+void PagedAttentionBatchWith(const AttentionKernels& kernels, const KvLayerView& kv,
+                             std::span<const AttentionQuery> queries, int n_heads, float scale,
+                             ThreadPool* pool) {
+  KV_CHECK(kv.num_kv_heads > 0 && n_heads % kv.num_kv_heads == 0)
+      << n_heads << " query heads for " << kv.num_kv_heads << " KV heads";
+  const int group = n_heads / kv.num_kv_heads;
+  thread_local BatchPlan plan;
+  thread_local std::vector<int64_t> prefix;
+  plan.items.clear();
+  plan.merges.clear();
+  int64_t state_floats = 0;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    PlanQuery(kv, queries[i], int32_t(i), n_heads, scale, &plan, &state_floats);
+  }
+  if (plan.states.size() < size_t(state_floats)) plan.states.resize(size_t(state_floats));
+  float* states = plan.states.data();
+  const int64_t n_items = int64_t(plan.items.size());
+  prefix.assign(size_t(n_items) + 1, 0);
+  for (int64_t i = 0; i < n_items; ++i)
+    prefix[size_t(i) + 1] = prefix[size_t(i)] + plan.items[size_t(i)].cost;
+  const PlannedItem* items = plan.items.data();
+  RunBalanced(pool, n_items, prefix, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const AttentionQuery& a = queries[size_t(i)];
-      scratch.resize(size_t(n_heads) * size_t(VisiblePositions(kv, a.pos).count(a.pos)));
-      PagedAttention(kv, a.block_table, a.q, n_heads, a.pos, scale, a.out, scratch.data());
+      kernels.partial(kv, items[i].item, states + items[i].state);
     }
+  });
+  // Merge (or, for one part, normalize) each (query, KV head): cheap; split by count.
+  const int64_t n_merges = int64_t(plan.merges.size());
+  const MergeTask* merges = plan.merges.data();
+  const auto merge = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) Merge(merges[i], states, group, kv.head_dim_v);
   };
-  if (pool == nullptr) {
-    run(0, int64_t(queries.size()));
+  if (pool == nullptr || n_merges < 64) {
+    merge(0, n_merges);
   } else {
-    pool->ParallelFor(int64_t(queries.size()), run);
+    pool->ParallelFor(n_merges, merge);
   }
 }
 
@@ -130,7 +218,8 @@ void ContiguousAttentionRef(const KvLayerView& shape, const float* k, const floa
     for (double& x : s) sum += (x = std::exp(x - mx));
     for (size_t d = 0; d < dv; ++d) {
       double acc = 0;
-      for (size_t i = 0; i < ts.size(); ++i) acc += s[i] / sum * v[(size_t(ts[i]) * nkv + kh) * dv + d];
+      for (size_t i = 0; i < ts.size(); ++i)
+        acc += s[i] / sum * v[(size_t(ts[i]) * nkv + kh) * dv + d];
       out[size_t(h) * dv + d] = static_cast<float>(acc);
     }
   }

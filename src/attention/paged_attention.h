@@ -43,10 +43,16 @@ struct VisibleRange {
 };
 VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos);
 
-// q: [n_heads][head_dim_k]; out: [n_heads][head_dim_v]; scratch: at least
-// n_heads * VisiblePositions(kv, pos).count(pos) floats. Query head h reads KV head
+// q: [n_heads][head_dim_k]; out: [n_heads][head_dim_v]. Query head h reads KV head
 // h / (n_heads / num_kv_heads) (GQA/MQA without duplicating K/V). Scores are q.k * scale.
-// Every visible position must be in a block the table holds (KV_CHECK).
+// Every visible position must be in a block the table holds (KV_CHECK). `scratch` is no longer
+// used (may be nullptr); kept so existing callers compile. Same code path and bits as a
+// one-query PagedAttentionBatch without a pool.
+//
+// How it runs (attention_kernel.h, paged_attention.cc): one fused single pass per (query, KV
+// head, partition of 2048 positions): each K and V row is read once for all query heads of its KV
+// head, dequantized in registers, with an online softmax per chunk of 32 positions; the
+// partitions' partial softmax states are merged in ascending order.
 void PagedAttention(const KvLayerView& kv, std::span<const int32_t> block_table, const float* q,
                     int n_heads, int64_t pos, float scale, float* out, float* scratch);
 

@@ -7,14 +7,15 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "kernels/kernel_target.h"
 #include "kernels/matmul.h"
+#include "kernels/read_bandwidth.h"
 #include "kernels/vector_ops.h"
 #include "quant/half.h"
 
@@ -100,34 +101,27 @@ void BM_ParallelForOverhead(benchmark::State& state) {
 }
 BENCHMARK(BM_ParallelForOverhead)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 
-// Streaming read bandwidth over 256 MiB (an integer sum, which vectorizes), split over the pool's
-// threads as MatMul splits its rows: the ceiling for a memory-bound decode matmul (argument:
-// threads). Compare MatMul's bytes/s with this figure from the same run.
+// Streaming read bandwidth over 256 MiB in 2 MiB pages (StreamingReadPass, read_bandwidth.h: an
+// integer sum, which vectorizes), split over the pool's threads as MatMul splits its rows: the
+// ceiling for a memory-bound decode matmul (argument: threads). Compare MatMul's bytes/s with this
+// figure from the same run. `kvengine bench attention|decode` measure the same loop
+// (MeasureReadBandwidthGBs).
 void BM_ReadBandwidth(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));
-  const int64_t words = (int64_t{256} << 20) / static_cast<int64_t>(sizeof(uint64_t));
-  std::unique_ptr<uint64_t[]> buf(new uint64_t[static_cast<size_t>(words)]);
-  for (int64_t i = 0; i < words; ++i) buf[i] = static_cast<uint64_t>(i);
-  std::vector<uint64_t> sums(static_cast<size_t>(pool.num_threads()) * 8);
+  const size_t words = (size_t{256} << 20) / sizeof(uint64_t);
+  Result<HugePageRegion> region = HugePageRegion::Allocate(words * sizeof(uint64_t));
+  if (!region.ok()) {
+    state.SkipWithError(region.status().message().c_str());
+    return;
+  }
+  uint64_t* buf = reinterpret_cast<uint64_t*>(region->data());
+  for (size_t i = 0; i < words; ++i) buf[i] = static_cast<uint64_t>(i);
   for (auto _ : state) {
-    pool.ParallelFor(pool.num_threads(), [&](int64_t begin, int64_t end) {
-      for (int64_t part = begin; part < end; ++part) {
-        const int64_t lo = words / pool.num_threads() * part;
-        const int64_t hi = lo + words / pool.num_threads();
-        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int64_t i = lo; i < hi; i += 4) {
-          s0 += buf[i];
-          s1 += buf[i + 1];
-          s2 += buf[i + 2];
-          s3 += buf[i + 3];
-        }
-        sums[static_cast<size_t>(part) * 8] = s0 + s1 + s2 + s3;  // One cache line per part.
-      }
-    });
-    benchmark::DoNotOptimize(sums.data());
+    uint64_t sum = StreamingReadPass(pool, std::span<const uint64_t>(buf, words));
+    benchmark::DoNotOptimize(sum);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * words * static_cast<int64_t>(sizeof(uint64_t)));
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(words * sizeof(uint64_t)));
 }
 BENCHMARK(BM_ReadBandwidth)
     ->ArgName("threads")

@@ -1,0 +1,461 @@
+// The SIMD item kernel of decode attention (attention_kernel.h), compiled once per Highway target.
+//
+// Per chunk of up to kAttentionChunk positions and per tile of up to 4 query heads of the group:
+//   1. Scores: K rows in micro-tiles of kPosTile positions; for each vector-wide slice of head_dim,
+//      decode the slice of each row once (registers) and multiply-add it into one accumulator per
+//      (head, position) -- kHeads x kPosTile independent chains. The accumulators' lanes are then
+//      summed by a transposed reduction tree (TransposeSum: Lanes(d) accumulators -> one vector
+//      whose lane i is the sum of accumulator i), so there is no horizontal sum per dot product.
+//   2. Online softmax per head on the chunk's scores: new max, p = e^(s - m) (vector Exp from
+//      kernels/exp_simd-inl.h), l = l * alpha + sum p with alpha = e^(m_old - m_new).
+//   3. Values: for each pair of vector-wide slices of head_dim_v, the heads' accumulators are
+//      loaded once, scaled by alpha, and every V row of the chunk is decoded once and
+//      multiply-added into all of them (2 x heads independent chains), then stored back.
+// K rows of a chunk (32 x 256 bytes for f16, d = 128) stay in L1 between head tiles, so a group
+// of more than 4 heads decodes them again but reads memory once.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "attention/attention_hwy.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "attention/attention_kernel.h"
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+#include "kernels/exp_simd-inl.h"
+#include "quant/codec.h"
+#include "quant/codec_params.h"
+#include "quant/codec_simd-inl.h"
+#include "quant/half.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kvengine::HWY_NAMESPACE {
+namespace {
+
+constexpr int kChunk = kAttentionChunk;
+constexpr int kMaxHeads = 4;  // Query heads per register tile.
+constexpr int kPosTile = 4;   // Positions per score micro-tile.
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// ------------------------------ row decoders: Load(i) = decoded elements [i, i + Lanes).
+// Same operations as the codecs' element codecs (codec_hwy.cc), hence the same bits.
+
+struct F32Row {
+  const uint8_t* p;
+  static F32Row Make(const uint8_t* data, const uint8_t*) { return {data}; }
+  VF Load(size_t i) const { return LoadBytes(DF(), p + 4 * i); }
+};
+
+struct F16Row {
+  const uint8_t* p;
+  static F16Row Make(const uint8_t* data, const uint8_t*) { return {data}; }
+  VF Load(size_t i) const { return DecodeF16(p + 2 * i); }
+};
+
+struct Bf16Row {
+  const uint8_t* p;
+  static Bf16Row Make(const uint8_t* data, const uint8_t*) { return {data}; }
+  VF Load(size_t i) const { return DecodeBf16(p + 2 * i); }
+};
+
+inline float RowScale(const uint8_t* scale) { return F16ToF32(quant_internal::LoadU16(scale)); }
+
+template <bool kE4M3>
+struct Fp8Row {
+  const uint8_t* p;
+  float scale;
+  static Fp8Row Make(const uint8_t* data, const uint8_t* s) { return {data, RowScale(s)}; }
+  VF Load(size_t i) const {
+    return hn::Mul(Fp8ToF32<kE4M3>(LoadU8AsU32(p + i)), hn::Set(DF(), scale));
+  }
+};
+
+struct Int8Row {
+  const uint8_t* p;
+  float scale;
+  static Int8Row Make(const uint8_t* data, const uint8_t* s) { return {data, RowScale(s)}; }
+  VF Load(size_t i) const {
+    const hn::Rebind<int8_t, DF> d8;
+    const auto codes = hn::PromoteTo(DI32(), hn::LoadU(d8, reinterpret_cast<const int8_t*>(p + i)));
+    return hn::Mul(hn::ConvertTo(DF(), codes), hn::Set(DF(), scale));
+  }
+};
+
+// ------------------------------ transposed lane sums
+
+// v[0, Lanes) -> one vector whose lane i is the sum of v[i]'s lanes (the order of additions is
+// fixed per target). v is clobbered.
+HWY_INLINE VF TransposeSum(VF* v) {
+#if HWY_TARGET == HWY_SCALAR
+  return v[0];
+#else
+  const DF df;
+  const hn::Repartition<uint64_t, DF> d64;
+  constexpr size_t kLanes = HWY_MAX_BYTES / sizeof(float);
+  // Within 128-bit blocks: pairs (a, b) -> [a0+a2, b0+b2, a1+a3, b1+b3].
+  for (size_t k = 0; k < kLanes / 2; ++k) {
+    const VF a = v[2 * k], b = v[2 * k + 1];
+    v[k] = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
+  }
+  // Pairs of those -> per block [A B C D], each the block's sum of one source.
+  for (size_t k = 0; k < kLanes / 4; ++k) {
+    const auto a = hn::BitCast(d64, v[2 * k]), b = hn::BitCast(d64, v[2 * k + 1]);
+    v[k] = hn::BitCast(df, hn::Add(hn::BitCast(df, hn::InterleaveLower(d64, a, b)),
+                                   hn::BitCast(df, hn::InterleaveUpper(d64, a, b))));
+  }
+#if HWY_MAX_BYTES == 32
+  // Blocks: [x.b0 + x.b1, y.b0 + y.b1].
+  return hn::Add(hn::ConcatLowerLower(df, v[1], v[0]), hn::ConcatUpperUpper(df, v[1], v[0]));
+#elif HWY_MAX_BYTES == 64 && HWY_ARCH_X86
+  // Four vectors of four blocks: sum blocks pairwise twice with block shuffles.
+  for (size_t k = 0; k < 2; ++k) {
+    const __m512 a = v[2 * k].raw, b = v[2 * k + 1].raw;
+    v[k] = VF{_mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)))};
+  }
+  const __m512 a = v[0].raw, b = v[1].raw;
+  return VF{_mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)))};
+#else
+  static_assert(HWY_MAX_BYTES == 16, "TransposeSum handles 16, 32 and 64-byte vectors");
+  return v[0];
+#endif
+#endif
+}
+
+// ------------------------------ prefetching
+
+// The next chunk's rows, prefetched while the current one is computed: a few rows per micro-tile
+// of scores, so the requests overlap the arithmetic instead of stalling in one burst (paged blocks
+// hold one head's rows in short runs in no particular order, which the hardware prefetchers do
+// not follow from one run to the next).
+struct PrefetchList {
+  const KvRowRefs* rows = nullptr;  // nullptr: nothing to prefetch.
+  int n = 0;
+  size_t k_bytes = 0, v_bytes = 0;
+  bool k_scale = false, v_scale = false;
+};
+
+HWY_INLINE void PrefetchRow(const PrefetchList& pf, int t) {
+  if (pf.rows == nullptr || t >= pf.n) return;
+  const KvRowRefs& r = pf.rows[t];
+  for (size_t b = 0; b < pf.k_bytes; b += 64) hwy::Prefetch(r.k_data + b);
+  for (size_t b = 0; b < pf.v_bytes; b += 64) hwy::Prefetch(r.v_data + b);
+  if (pf.k_scale) hwy::Prefetch(r.k_scale);
+  if (pf.v_scale) hwy::Prefetch(r.v_scale);
+}
+
+// ------------------------------ step 1: scores
+
+// scores[h][t] = (q_h . k_t) for t < n, h < kHeads; q: [kHeads][q_stride], d a multiple of Lanes.
+template <class Row, int kHeads>
+void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t q_stride, size_t d, float* scores,
+             const PrefetchList& pf) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  constexpr int kAcc = kHeads * kPosTile;
+  constexpr size_t kMaxLanesC = HWY_MAX_BYTES / sizeof(float);
+  // Accumulators padded to a whole number of reduction groups of Lanes vectors.
+  constexpr size_t kPadded = (kAcc + kMaxLanesC - 1) / kMaxLanesC * kMaxLanesC;
+  HWY_ALIGN float sums[kPadded];
+  // Prefetch pf's rows in step with ours (all of them by the last micro-tile).
+  const int pf_per_tile =
+      (pf.n + (n + kPosTile - 1) / kPosTile - 1) / ((n + kPosTile - 1) / kPosTile);
+  int pf_next = 0;
+  for (int t0 = 0; t0 < n; t0 += kPosTile) {
+    for (int i = 0; i < pf_per_tile; ++i) PrefetchRow(pf, pf_next++);
+    Row r[kPosTile];
+    for (int i = 0; i < kPosTile; ++i) {
+      const KvRowRefs& ref = rows[std::min(t0 + i, n - 1)];  // Past n: repeat the last row.
+      r[i] = Row::Make(ref.k_data, ref.k_scale);
+    }
+    VF acc[kPadded];
+    for (size_t a = 0; a < kPadded; ++a) acc[a] = hn::Zero(df);
+    for (size_t j = 0; j < d; j += lanes) {
+      VF kv[kPosTile];
+      for (int i = 0; i < kPosTile; ++i) kv[i] = r[i].Load(j);
+      for (int h = 0; h < kHeads; ++h) {
+        const VF qv = hn::LoadU(df, q + size_t(h) * q_stride + j);
+        for (int i = 0; i < kPosTile; ++i) {
+          acc[h * kPosTile + i] = hn::MulAdd(kv[i], qv, acc[h * kPosTile + i]);
+        }
+      }
+    }
+    for (size_t a = 0; a < kPadded; a += lanes) hn::Store(TransposeSum(acc + a), df, sums + a);
+    const int valid = std::min(kPosTile, n - t0);
+    for (int h = 0; h < kHeads; ++h) {
+      std::memcpy(scores + h * kChunk + t0, sums + h * kPosTile, sizeof(float) * size_t(valid));
+    }
+  }
+}
+
+// ------------------------------ step 3: values
+
+// Vector slices of head_dim_v per pass over a chunk's V rows: kSlices x heads accumulators stay
+// in registers (16 of AVX-512's 32 for 4 heads; 8 of AVX2's 16), and each broadcast weight feeds
+// kSlices multiply-adds.
+constexpr int kVSlices = HWY_MAX_BYTES == 64 ? 4 : 2;
+
+// acc[h][j, j + kSlices * Lanes) = acc[h] * alpha[h] + sum_t p[h][t] * v_t over those elements.
+template <int kSlices, class Row, int kHeads>
+HWY_INLINE void AccumulateSlices(const Row* r, int n, const float* p, const float* alpha, size_t j,
+                                 float* acc, size_t acc_stride) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  VF a[kSlices][kHeads];
+  for (int h = 0; h < kHeads; ++h) {
+    const VF al = hn::Set(df, alpha[h]);
+    for (int k = 0; k < kSlices; ++k) {
+      a[k][h] = hn::Mul(hn::LoadU(df, acc + size_t(h) * acc_stride + j + size_t(k) * lanes), al);
+    }
+  }
+  for (int t = 0; t < n; ++t) {
+    VF v[kSlices];
+    for (int k = 0; k < kSlices; ++k) v[k] = r[t].Load(j + size_t(k) * lanes);
+    for (int h = 0; h < kHeads; ++h) {
+      const VF w = hn::Set(df, p[h * kChunk + t]);
+      for (int k = 0; k < kSlices; ++k) a[k][h] = hn::MulAdd(w, v[k], a[k][h]);
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    for (int k = 0; k < kSlices; ++k) {
+      hn::StoreU(a[k][h], df, acc + size_t(h) * acc_stride + j + size_t(k) * lanes);
+    }
+  }
+}
+
+// acc[h][0, d) = acc[h] * alpha[h] + sum_t p[h][t] * v_t for t < n; acc: [kHeads][acc_stride],
+// d a multiple of Lanes.
+template <class Row, int kHeads>
+void AccumulateT(const KvRowRefs* rows, int n, const float* p, const float* alpha, size_t d,
+                 float* acc, size_t acc_stride) {
+  const size_t lanes = hn::Lanes(DF());
+  Row r[kChunk];
+  for (int t = 0; t < n; ++t) r[t] = Row::Make(rows[t].v_data, rows[t].v_scale);
+  size_t j = 0;
+  for (; j + kVSlices * lanes <= d; j += kVSlices * lanes) {
+    AccumulateSlices<kVSlices, Row, kHeads>(r, n, p, alpha, j, acc, acc_stride);
+  }
+  for (; j < d; j += lanes) AccumulateSlices<1, Row, kHeads>(r, n, p, alpha, j, acc, acc_stride);
+}
+
+using ScoresFn = void (*)(const KvRowRefs*, int, const float*, size_t, size_t, float*,
+                          const PrefetchList&);
+using AccumulateFn = void (*)(const KvRowRefs*, int, const float*, const float*, size_t, float*,
+                              size_t);
+
+template <class Row>
+ScoresFn ScoresFor(int heads) {
+  switch (heads) {
+    case 1:
+      return &ScoresT<Row, 1>;
+    case 2:
+      return &ScoresT<Row, 2>;
+    case 3:
+      return &ScoresT<Row, 3>;
+    default:
+      return &ScoresT<Row, 4>;
+  }
+}
+
+template <class Row>
+AccumulateFn AccumulateFor(int heads) {
+  switch (heads) {
+    case 1:
+      return &AccumulateT<Row, 1>;
+    case 2:
+      return &AccumulateT<Row, 2>;
+    case 3:
+      return &AccumulateT<Row, 3>;
+    default:
+      return &AccumulateT<Row, 4>;
+  }
+}
+
+// Calls f.template operator()<Row>() with the fused row decoder of `dtype` (int4 rows are
+// decoded into the f32 tile first, so they use F32Row).
+template <class F>
+auto WithRow(KvDtype dtype, const F& f) {
+  switch (dtype) {
+    case KvDtype::kF32:
+    case KvDtype::kInt4:
+      return f.template operator()<F32Row>();
+    case KvDtype::kF16:
+      return f.template operator()<F16Row>();
+    case KvDtype::kBF16:
+      return f.template operator()<Bf16Row>();
+    case KvDtype::kFp8E4M3:
+      return f.template operator()<Fp8Row<true>>();
+    case KvDtype::kFp8E5M2:
+      return f.template operator()<Fp8Row<false>>();
+    case KvDtype::kInt8:
+      return f.template operator()<Int8Row>();
+  }
+  return f.template operator()<F32Row>();
+}
+
+// ------------------------------ step 2: online softmax
+
+// For heads h < heads: s = scores[h][0, n) * scale; m_new = max(m[h], max s); alpha[h] =
+// e^(m[h] - m_new); p[h][t] = e^(s_t - m_new) (0 for t >= n up to the padded chunk);
+// l[h] = l[h] * alpha[h] + sum p; m[h] = m_new.
+void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, float* l,
+                 float* alpha, float* p) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const VF vscale = hn::Set(df, scale);
+  const VF neg_inf = hn::Set(df, kNegInf);
+  for (int h = 0; h < heads; ++h) {
+    const float* s = scores + h * kChunk;
+    float* ph = p + h * kChunk;
+    VF vmax = neg_inf;
+    for (size_t t = 0; t < size_t(n); t += lanes) {
+      const auto valid = hn::FirstN(df, size_t(n) - t);
+      const VF v = hn::IfThenElse(valid, hn::Mul(hn::LoadU(df, s + t), vscale), neg_inf);
+      hn::StoreU(v, df, ph + t);
+      vmax = hn::Max(vmax, v);
+    }
+    const float m_new = std::max(m[h], hn::GetLane(hn::MaxOfLanes(df, vmax)));
+    alpha[h] = hn::GetLane(Exp(df, hn::Set(df, m[h] - m_new)));  // 0 on the first chunk.
+    const VF vm = hn::Set(df, m_new);
+    VF sum = hn::Zero(df);
+    for (size_t t = 0; t < size_t(n); t += lanes) {
+      const VF e = Exp(df, hn::Sub(hn::LoadU(df, ph + t), vm));  // Lanes past n: e^-inf = 0.
+      hn::StoreU(e, df, ph + t);
+      sum = hn::Add(sum, e);
+    }
+    l[h] = l[h] * alpha[h] + hn::GetLane(hn::SumOfLanes(df, sum));
+    m[h] = m_new;
+  }
+}
+
+// ------------------------------ the item
+
+struct Scratch {
+  std::vector<float> q;      // [group][dk_pad], zero padded
+  std::vector<float> acc;    // [group][dv_pad]
+  std::vector<float> ktile;  // [kChunk][dk_pad] decoded K (int4 / ragged head dim only)
+  std::vector<float> vtile;  // [kChunk][dv_pad] decoded V (idem)
+};
+
+size_t RoundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+void PartialT(const KvLayerView& kv, const AttentionItem& item, float* state) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
+  const size_t dk_pad = RoundUp(dk, lanes), dv_pad = RoundUp(dv, lanes);
+  const int group = item.group;
+  // Fused decode when whole vectors cover the row; else decode rows into the f32 tiles.
+  const bool k_tile = kv.k_dtype == KvDtype::kInt4 || dk != dk_pad;
+  const bool v_tile = kv.v_dtype == KvDtype::kInt4 || dv != dv_pad;
+
+  thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
+  Scratch& sc = scratch;
+  sc.q.assign(size_t(group) * dk_pad, 0.0f);
+  sc.acc.assign(size_t(group) * dv_pad, 0.0f);
+  if (k_tile) sc.ktile.assign(size_t(kChunk) * dk_pad, 0.0f);
+  if (v_tile) sc.vtile.assign(size_t(kChunk) * dv_pad, 0.0f);
+  for (int g = 0; g < group; ++g) {
+    std::memcpy(sc.q.data() + size_t(g) * dk_pad, item.q + size_t(g) * dk, dk * sizeof(float));
+  }
+  float* m = state;
+  float* l = state + group;
+  for (int g = 0; g < group; ++g) {
+    m[g] = kNegInf;
+    l[g] = 0.0f;
+  }
+
+  ScoresFn scores_fn[kMaxHeads];
+  AccumulateFn acc_fn[kMaxHeads];
+  for (int h = 1; h <= kMaxHeads; ++h) {
+    scores_fn[h - 1] = WithRow(k_tile ? KvDtype::kF32 : kv.k_dtype,
+                               [h]<class Row>() { return ScoresFor<Row>(h); });
+    acc_fn[h - 1] = WithRow(v_tile ? KvDtype::kF32 : kv.v_dtype,
+                            [h]<class Row>() { return AccumulateFor<Row>(h); });
+  }
+
+  // Rows of the current chunk and of the next one (prefetched while this one is computed).
+  ItemRowWalker walk(kv, item);
+  KvRowRefs row_bufs[2][kChunk];
+  HWY_ALIGN float scores[kMaxHeads * kChunk];
+  HWY_ALIGN float p[kMaxHeads * kChunk];
+  float alpha[kMaxHeads];
+  int n_next = int(std::min<int64_t>(kChunk, walk.remaining()));
+  walk.Next(n_next, row_bufs[0]);
+  for (int chunk = 0; n_next > 0; ++chunk) {
+    const int n = n_next;
+    KvRowRefs* rows = row_bufs[chunk & 1];
+    n_next = int(std::min<int64_t>(kChunk, walk.remaining()));
+    PrefetchList pf{nullptr,
+                    n_next,
+                    kv.k_row_bytes,
+                    kv.v_row_bytes,
+                    kv.k_scale_bytes != 0,
+                    kv.v_scale_bytes != 0};
+    if (n_next > 0) {
+      KvRowRefs* next = row_bufs[(chunk + 1) & 1];
+      walk.Next(n_next, next);
+      pf.rows = next;
+    }
+    for (int t = 0; t < n; ++t) {  // Tiles: decode, then point the rows at the f32 copies.
+      if (k_tile) {
+        float* dst = sc.ktile.data() + size_t(t) * dk_pad;
+        DecodeRow(kv.k_dtype, rows[t].k_data, rows[t].k_scale, int(dk), dst);
+        rows[t].k_data = reinterpret_cast<const uint8_t*>(dst);
+      }
+      if (v_tile) {
+        float* dst = sc.vtile.data() + size_t(t) * dv_pad;
+        DecodeRow(kv.v_dtype, rows[t].v_data, rows[t].v_scale, int(dv), dst);
+        rows[t].v_data = reinterpret_cast<const uint8_t*>(dst);
+      }
+    }
+    for (int h0 = 0; h0 < group; h0 += kMaxHeads) {
+      const int heads = std::min(kMaxHeads, group - h0);
+      scores_fn[heads - 1](rows, n, sc.q.data() + size_t(h0) * dk_pad, dk_pad, dk_pad, scores,
+                           h0 == 0 ? pf : PrefetchList{});
+      SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
+      acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
+    }
+  }
+  float* acc = state + 2 * size_t(group);
+  for (int g = 0; g < group; ++g) {
+    std::memcpy(acc + size_t(g) * dv, sc.acc.data() + size_t(g) * dv_pad, dv * sizeof(float));
+  }
+}
+
+}  // namespace
+
+AttentionKernels GetAttentionKernels() {
+  return {hwy::TargetName(HWY_TARGET), HWY_TARGET, &PartialT};
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace kvengine::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kvengine {
+
+HWY_EXPORT(GetAttentionKernels);
+
+const AttentionKernels& DefaultAttentionKernels() {
+  static const AttentionKernels kernels = HWY_DYNAMIC_DISPATCH(GetAttentionKernels)();
+  return kernels;
+}
+
+std::vector<AttentionKernels> AvailableAttentionKernels() {
+  std::vector<AttentionKernels> all;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    all.push_back(HWY_DYNAMIC_DISPATCH(GetAttentionKernels)());
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  return all;
+}
+
+}  // namespace kvengine
+#endif  // HWY_ONCE

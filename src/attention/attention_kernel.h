@@ -1,0 +1,138 @@
+// Internal: the per-work-item kernel of decode attention (paged_attention.cc plans the items, runs
+// them on the thread pool and merges their partial results).
+//
+// A work item is (query, KV head, partition): the query's `group` heads that share one KV head,
+// against the visible positions of one partition (a fixed range of kPartitionPositions
+// positions, paged_attention.cc). The kernel streams those positions once, in ascending order, in
+// chunks of up to kAttentionChunk positions: per chunk it reads each K row once (scores for every
+// head of the group), updates the online softmax (running max m and sum l per head, rescaling the
+// accumulator by e^(m_old - m_new)), and reads each V row once (acc += p * v for every head).
+// Dequantization happens inside those loops, in registers, with the codecs' decoders (bit-identical
+// decoded values); int4 rows and head dims that are not a multiple of the vector length are first
+// decoded into a small f32 tile (kvengine::DecodeRow, also bit-identical) and then go the same way.
+//
+// The partial state it leaves, per item (floats, `group` heads, dv = head_dim_v):
+//   m   [group]        max over the item's positions of q.k * scale
+//   l   [group]        sum of e^(s - m)
+//   acc [group][dv]    sum of e^(s - m) * v
+// so that the attention output over several items is sum_j acc_j e^(m_j - M) / sum_j l_j e^(m_j-M).
+//
+// Every kernel is deterministic: the same item gives the same bits whichever thread runs it and
+// whatever else is in the batch (the batch-invariance contract in paged_attention.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "attention/paged_attention.h"
+#include "base/check.h"
+
+namespace kvengine {
+
+// Positions per online-softmax step (one score vector per head per 16 of them on AVX-512). A
+// chunk never holds more; it may hold fewer (the item's last chunk).
+inline constexpr int kAttentionChunk = 32;
+
+// One work item (see above). Its visible positions are [begin[0], end[0]) then [begin[1], end[1])
+// (either may be empty; all of range 0 precedes range 1); together at least one position.
+struct AttentionItem {
+  std::span<const int32_t> block_table;
+  const float* q = nullptr;  // [group][head_dim_k]: the query heads kv_head * group + g.
+  int kv_head = 0;
+  int group = 1;
+  float scale = 1.0f;
+  int64_t begin[2] = {0, 0};
+  int64_t end[2] = {0, 0};
+};
+
+// The four row addresses of one (KV head, position).
+struct KvRowRefs {
+  const uint8_t* k_data;
+  const uint8_t* k_scale;
+  const uint8_t* v_data;
+  const uint8_t* v_scale;
+};
+
+// Walks an item's visible positions in ascending order, yielding row addresses. Block lookups
+// happen once per block (slot counters, no division per position); every block the walk enters
+// must be in the table (KV_CHECK, as the old per-position check).
+class ItemRowWalker {
+ public:
+  ItemRowWalker(const KvLayerView& kv, const AttentionItem& item) : kv_(kv), item_(item) {
+    range_ = item.begin[0] < item.end[0] ? 0 : 1;
+    Seek(item.begin[range_]);
+  }
+  // Positions left.
+  int64_t remaining() const {
+    int64_t n = item_.end[range_] - t_;
+    if (range_ == 0) n += item_.end[1] - item_.begin[1];
+    return n;
+  }
+  // Fills refs[0, n) with the next n <= remaining() positions.
+  void Next(int n, KvRowRefs* refs) {
+    for (int i = 0; i < n; ++i) {
+      if (t_ == item_.end[range_]) {
+        range_ = 1;
+        Seek(item_.begin[1]);
+      }
+      const size_t row = head_row_ + size_t(slot_);
+      refs[i] = {block_ + kv_.k_data + row * kv_.k_row_bytes,
+                 block_ + kv_.k_scale + row * kv_.k_scale_bytes,
+                 block_ + kv_.v_data + row * kv_.v_row_bytes,
+                 block_ + kv_.v_scale + row * kv_.v_scale_bytes};
+      ++t_;
+      if (++slot_ == kv_.block_size) Seek(t_);
+    }
+  }
+
+ private:
+  void Seek(int64_t t) {
+    t_ = t;
+    if (t >= item_.end[range_]) return;  // Range done; the next Next() moves on.
+    const int64_t j = t / kv_.block_size;
+    slot_ = int(t % kv_.block_size);
+    const std::span<const int32_t> table = item_.block_table;
+    KV_CHECK(j < int64_t(table.size()) && table[size_t(j)] >= 0)
+        << "position " << t << " is not in the block table";
+    block_ = kv_.pool + size_t(table[size_t(j)]) * kv_.bytes_per_block;
+  }
+
+  const KvLayerView& kv_;
+  const AttentionItem& item_;
+  const size_t head_row_ = size_t(item_.kv_head) * size_t(kv_.block_size);
+  int range_ = 0;
+  int64_t t_ = 0;
+  int slot_ = 0;
+  const uint8_t* block_ = nullptr;
+};
+
+// Floats of one item's partial state (m, l, acc as above).
+inline size_t PartialStateFloats(int group, int head_dim_v) {
+  return size_t(group) * (2 + size_t(head_dim_v));
+}
+
+// One compiled version of the item kernel.
+struct AttentionKernels {
+  const char* target_name = "";  // Highway's name ("AVX3", "AVX2", ...) or "ref".
+  int64_t hwy_target = 0;        // Highway target bit, 0 for the scalar reference.
+  // Writes the item's partial state (PartialStateFloats(item.group, kv.head_dim_v) floats).
+  void (*partial)(const KvLayerView& kv, const AttentionItem& item, float* state) = nullptr;
+};
+
+// The best target this CPU runs, chosen once (Highway dynamic dispatch).
+const AttentionKernels& DefaultAttentionKernels();
+// Every compiled target this CPU runs, best first. Briefly overrides Highway's process-wide target
+// choice (hwy::SetSupportedTargetsForTest): tests and benchmarks only.
+std::vector<AttentionKernels> AvailableAttentionKernels();
+// The scalar reference: decodes with ref::DecodeRow, double-precision scores and sums, plain
+// softmax over the item's positions (no chunks). The specification the SIMD kernels are held to.
+AttentionKernels ReferenceAttentionKernels();
+
+// PagedAttentionBatch with the given kernels (the public one uses DefaultAttentionKernels()).
+void PagedAttentionBatchWith(const AttentionKernels& kernels, const KvLayerView& kv,
+                             std::span<const AttentionQuery> queries, int n_heads, float scale,
+                             ThreadPool* pool);
+
+}  // namespace kvengine

@@ -1,0 +1,217 @@
+// The fused decode-attention kernel on every compiled Highway target against the scalar reference
+// kernel and against ContiguousAttentionRef, over synthetic paged KV: every dtype, GQA groups 1 / 4
+// / MQA, head dims 64 / 128 / 40, windows with sinks, block sizes 1 / 16 / 32 / 256 and the
+// contiguous layout, contexts over several partitions; plus batch invariance (thread count,
+// batch composition) and paged vs contiguous layout, bit for bit.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention/attention_kernel.h"
+#include "attention/attention_test_util.h"
+#include "base/thread_pool.h"
+
+namespace kvengine {
+namespace {
+
+using attention_test::KvShape;
+using attention_test::MakeKv;
+using attention_test::OwnedKv;
+
+// |simd - reference| <= tolerance * max|v| (outputs are convex combinations of V rows). Both sides
+// decode identically; they differ by float vs double dot products and sums, the vector exp and the
+// chunked online softmax. Measured worst case over these tests: 2.2e-6; the budget leaves room
+// for float sums over longer contexts.
+constexpr float kSimdVsReferenceTolerance = 2e-5f;
+
+struct Config {
+  KvDtype dtype;
+  int n_heads, n_kv, head_dim, block_size;
+  int64_t tokens;
+  int window = 0, sinks = 0;
+};
+
+std::string Describe(const Config& c) {
+  return std::string(KvDtypeName(c.dtype)) + " H=" + std::to_string(c.n_heads) +
+         " Hkv=" + std::to_string(c.n_kv) + " d=" + std::to_string(c.head_dim) +
+         " B=" + std::to_string(c.block_size) + " T=" + std::to_string(c.tokens) +
+         " W=" + std::to_string(c.window) + " S=" + std::to_string(c.sinks);
+}
+
+KvShape ShapeOf(const Config& c) {
+  KvShape s;
+  s.k_dtype = s.v_dtype = c.dtype;
+  s.num_kv_heads = c.n_kv;
+  s.head_dim_k = s.head_dim_v = c.head_dim;
+  s.block_size = c.block_size;
+  s.window = c.window;
+  s.sink_tokens = c.sinks;
+  return s;
+}
+
+// Query positions to check: the first, one inside, the last.
+std::vector<int64_t> PositionsOf(const Config& c) { return {0, c.tokens / 2 + 3, c.tokens - 1}; }
+
+float MaxAbs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// Runs every position of `c` through `kernels` (one batch) and returns the outputs.
+std::vector<float> RunBatch(const AttentionKernels& kernels, const OwnedKv& kv, const Config& c,
+                            const std::vector<float>& q, ThreadPool* pool) {
+  const std::vector<int64_t> positions = PositionsOf(c);
+  const size_t qn = size_t(c.n_heads) * size_t(c.head_dim);
+  std::vector<float> out(positions.size() * qn, NAN);
+  std::vector<AttentionQuery> queries;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    queries.push_back({kv.table, q.data() + i * qn, positions[i], out.data() + i * qn});
+  }
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  PagedAttentionBatchWith(kernels, kv.view, queries, c.n_heads, scale, pool);
+  return out;
+}
+
+void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, float* worst) {
+  SCOPED_TRACE(Describe(c));
+  const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 11);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const std::vector<int64_t> positions = PositionsOf(c);
+  const size_t qn = size_t(c.n_heads) * size_t(c.head_dim);
+  std::vector<float> q(positions.size() * qn);
+  for (float& x : q) x = nd(rng);
+  const float tol = kSimdVsReferenceTolerance * MaxAbs(kv.v);
+  const std::vector<float> want = RunBatch(ReferenceAttentionKernels(), kv, c, q, nullptr);
+  // The reference kernel against the plain contiguous yardstick.
+  std::vector<float> contiguous(qn);
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  for (size_t i = 0; i < positions.size(); ++i) {
+    ContiguousAttentionRef(kv.view, kv.k.data(), kv.v.data(), q.data() + i * qn, c.n_heads,
+                           positions[i], scale, contiguous.data());
+    for (size_t j = 0; j < qn; ++j) {
+      ASSERT_NEAR(want[i * qn + j], contiguous[j], tol) << "ref kernel, pos " << positions[i];
+    }
+  }
+  for (const AttentionKernels& k : targets) {
+    const std::vector<float> got = RunBatch(k, kv, c, q, nullptr);
+    for (size_t j = 0; j < got.size(); ++j) {
+      const float err = std::fabs(got[j] - want[j]);
+      *worst = std::max(*worst, err / MaxAbs(kv.v));
+      ASSERT_LE(err, tol) << k.target_name << " output " << j << " got " << got[j] << " want "
+                          << want[j];
+    }
+  }
+}
+
+TEST(AttentionKernelTest, ListsTargets) {
+  std::cout << "attention targets:";
+  for (const AttentionKernels& k : AvailableAttentionKernels()) std::cout << " " << k.target_name;
+  std::cout << " (default " << DefaultAttentionKernels().target_name << ")\n";
+}
+
+TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
+  const std::vector<AttentionKernels> targets = AvailableAttentionKernels();
+  float worst = 0;
+  for (KvDtype d : kAllKvDtypes) {
+    CheckConfig(targets, {d, 8, 2, 128, 16, 97}, &worst);   // GQA 4, partial chunks.
+    CheckConfig(targets, {d, 2, 2, 64, 32, 70}, &worst);    // MHA.
+    CheckConfig(targets, {d, 8, 1, 40, 1, 45}, &worst);     // MQA, ragged head dim, block 1.
+    CheckConfig(targets, {d, 6, 1, 80, 256, 300}, &worst);  // Group 6: head tiles of 4 + 2.
+  }
+  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
+}
+
+TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
+  const std::vector<AttentionKernels> targets = AvailableAttentionKernels();
+  float worst = 0;
+  for (KvDtype d : {KvDtype::kF16, KvDtype::kInt8, KvDtype::kInt4}) {
+    CheckConfig(targets, {d, 4, 1, 64, 16, 600, 100, 4}, &worst);
+    CheckConfig(targets, {d, 4, 2, 64, 1, 90, 7, 3}, &worst);
+    CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 0, 0}, &worst);  // Contiguous: one block.
+    CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 50, 2}, &worst);
+  }
+  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
+}
+
+TEST(AttentionKernelTest, LongContextsCrossPartitions) {
+  // The best target only (the others run the same planning and merge code).
+  const std::vector<AttentionKernels> best = {DefaultAttentionKernels()};
+  float worst = 0;
+  for (KvDtype d : {KvDtype::kF16, KvDtype::kInt8}) {
+    CheckConfig(best, {d, 4, 1, 128, 16, 5000}, &worst);
+  }
+  CheckConfig(best, {KvDtype::kFp8E4M3, 4, 1, 64, 32, 5000, 3000, 4}, &worst);
+  CheckConfig(best, {KvDtype::kF32, 2, 1, 64, 32768, 4500, 2100, 0}, &worst);
+  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i])) return false;
+  }
+  return true;
+}
+
+// Several sequences' decode and prefill-like queries in one batch: 1 thread, 2 threads and each
+// query alone give the same bits; so do the paged and the contiguous layout of the same rows.
+TEST(AttentionKernelTest, BatchInvarianceAndLayoutInvariance) {
+  const int n_heads = 8, n_kv = 2, d = 64;
+  for (KvDtype dtype : {KvDtype::kF16, KvDtype::kInt8}) {
+    SCOPED_TRACE(std::string(KvDtypeName(dtype)));
+    KvShape s;
+    s.k_dtype = s.v_dtype = dtype;
+    s.num_kv_heads = n_kv;
+    s.head_dim_k = s.head_dim_v = d;
+    s.block_size = 16;
+    const int64_t tokens = 4500;
+    const OwnedKv paged = MakeKv(s, tokens, 3);
+    s.block_size = 8192;
+    const OwnedKv contiguous = MakeKv(s, tokens, 3);  // Same seed: same rows, one block.
+    ASSERT_EQ(paged.k, contiguous.k);
+    std::mt19937 rng(9);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const std::vector<int64_t> positions = {4499, 17, 2047, 2048, 4000, 0, 4499, 1000};
+    const size_t qn = size_t(n_heads) * d;
+    std::vector<float> q(positions.size() * qn);
+    for (float& x : q) x = nd(rng);
+    const auto run = [&](const OwnedKv& kv, ThreadPool* pool, std::vector<size_t> which) {
+      std::vector<float> out(positions.size() * qn, NAN);
+      std::vector<AttentionQuery> queries;
+      for (size_t i : which) {
+        queries.push_back({kv.table, q.data() + i * qn, positions[i], out.data() + i * qn});
+      }
+      PagedAttentionBatch(kv.view, queries, n_heads, 0.125f, pool);
+      return out;
+    };
+    std::vector<size_t> all(positions.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    ThreadPool two(2);
+    const std::vector<float> one_thread = run(paged, nullptr, all);
+    EXPECT_TRUE(SameBits(one_thread, run(paged, &two, all)));
+    std::vector<float> alone(one_thread.size());
+    for (size_t i : all) {
+      const std::vector<float> o = run(paged, &two, {i});
+      std::copy(o.begin() + long(i * qn), o.begin() + long((i + 1) * qn),
+                alone.begin() + long(i * qn));
+    }
+    EXPECT_TRUE(SameBits(one_thread, alone));
+    EXPECT_TRUE(SameBits(one_thread, run(contiguous, &two, all)));
+    // PagedAttention (one token) goes the same way.
+    std::vector<float> single(qn);
+    PagedAttention(paged.view, paged.table, q.data(), n_heads, positions[0], 0.125f, single.data(),
+                   nullptr);
+    EXPECT_TRUE(
+        SameBits(single, std::vector<float>(one_thread.begin(), one_thread.begin() + long(qn))));
+  }
+}
+
+}  // namespace
+}  // namespace kvengine

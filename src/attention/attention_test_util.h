@@ -1,0 +1,121 @@
+// Synthetic paged KV for attention tests and benchmarks: a KvLayerView over caller memory with
+// the block layout of kv/block_layout.h (one layer, 64-byte aligned sections), blocks placed in a
+// shuffled order, rows filled with random values encoded by the codecs, and the decoded rows kept
+// contiguous for ContiguousAttentionRef.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "attention/paged_attention.h"
+#include "quant/codec.h"
+#include "quant/codec_ref.h"
+
+namespace kvengine::attention_test {
+
+struct KvShape {
+  KvDtype k_dtype = KvDtype::kF16;
+  KvDtype v_dtype = KvDtype::kF16;
+  int num_kv_heads = 2;
+  int head_dim_k = 64;
+  int head_dim_v = 64;
+  int block_size = 16;  // A value >= the context with one block: the contiguous layout.
+  int window = 0;
+  int sink_tokens = 0;
+};
+
+inline size_t AlignUp(size_t x) { return (x + 63) / 64 * 64; }
+
+// The view's layout for `shape`; pool is left null.
+inline KvLayerView LayoutOf(const KvShape& s) {
+  KvLayerView v;
+  v.block_size = s.block_size;
+  v.num_kv_heads = s.num_kv_heads;
+  v.head_dim_k = s.head_dim_k;
+  v.head_dim_v = s.head_dim_v;
+  v.k_dtype = s.k_dtype;
+  v.v_dtype = s.v_dtype;
+  const RowFormat kf = RowFormatOf(s.k_dtype, s.head_dim_k);
+  const RowFormat vf = RowFormatOf(s.v_dtype, s.head_dim_v);
+  v.k_row_bytes = kf.data_bytes;
+  v.k_scale_bytes = kf.scale_bytes;
+  v.v_row_bytes = vf.data_bytes;
+  v.v_scale_bytes = vf.scale_bytes;
+  const size_t rows = size_t(s.num_kv_heads) * size_t(s.block_size);
+  v.k_data = 0;
+  v.k_scale = AlignUp(rows * kf.data_bytes);
+  v.v_data = v.k_scale + AlignUp(rows * kf.scale_bytes);
+  v.v_scale = v.v_data + AlignUp(rows * vf.data_bytes);
+  v.bytes_per_block = v.v_scale + AlignUp(rows * vf.scale_bytes);
+  v.window = s.window;
+  v.sink_tokens = s.sink_tokens;
+  return v;
+}
+
+inline int64_t BlocksFor(const KvShape& s, int64_t tokens) {
+  return (tokens + s.block_size - 1) / s.block_size;
+}
+
+// K/V rows for `tokens` positions written into `pool` (BlocksFor * bytes_per_block bytes), blocks
+// in a shuffled order (*table); k/v get the decoded rows, [tokens][num_kv_heads][head_dim]
+// (both may be null: benchmarks skip them).
+// Values: normal(0, 1), every 7th K row scaled by 8 (outliers), so nothing is zero.
+inline KvLayerView FillKv(const KvShape& s, int64_t tokens, uint32_t seed, uint8_t* pool,
+                          std::vector<int32_t>* table, std::vector<float>* k,
+                          std::vector<float>* v) {
+  KvLayerView view = LayoutOf(s);
+  view.pool = pool;
+  const int64_t blocks = BlocksFor(s, tokens);
+  table->resize(size_t(blocks));
+  std::iota(table->begin(), table->end(), 0);
+  std::mt19937 shuffle_rng(seed);  // Apart from the values' generator: the layout does not
+  std::shuffle(table->begin(), table->end(), shuffle_rng);  // change the rows.
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const size_t dk = size_t(s.head_dim_k), dv = size_t(s.head_dim_v), nkv = size_t(s.num_kv_heads);
+  if (k != nullptr) k->assign(size_t(tokens) * nkv * dk, 0.0f);
+  if (v != nullptr) v->assign(size_t(tokens) * nkv * dv, 0.0f);
+  std::vector<float> x(std::max(dk, dv));
+  for (int64_t t = 0; t < tokens; ++t) {
+    uint8_t* block = pool + size_t((*table)[size_t(t / s.block_size)]) * view.bytes_per_block;
+    const size_t slot = size_t(t % s.block_size);
+    for (size_t h = 0; h < nkv; ++h) {
+      const size_t row = h * size_t(s.block_size) + slot;
+      for (size_t i = 0; i < dk; ++i) x[i] = nd(rng) * (t % 7 == 0 ? 8.0f : 1.0f);
+      uint8_t* kd = block + view.k_data + row * view.k_row_bytes;
+      uint8_t* ks = block + view.k_scale + row * view.k_scale_bytes;
+      EncodeRow(s.k_dtype, x.data(), int(dk), kd, ks);
+      if (k != nullptr) {
+        ref::DecodeRow(s.k_dtype, kd, ks, int(dk), k->data() + (size_t(t) * nkv + h) * dk);
+      }
+      for (size_t i = 0; i < dv; ++i) x[i] = nd(rng);
+      uint8_t* vd = block + view.v_data + row * view.v_row_bytes;
+      uint8_t* vs = block + view.v_scale + row * view.v_scale_bytes;
+      EncodeRow(s.v_dtype, x.data(), int(dv), vd, vs);
+      if (v != nullptr) {
+        ref::DecodeRow(s.v_dtype, vd, vs, int(dv), v->data() + (size_t(t) * nkv + h) * dv);
+      }
+    }
+  }
+  return view;
+}
+
+// A synthetic KV that owns its pool.
+struct OwnedKv {
+  std::vector<uint8_t> pool;
+  std::vector<int32_t> table;
+  std::vector<float> k, v;
+  KvLayerView view;
+};
+
+inline OwnedKv MakeKv(const KvShape& s, int64_t tokens, uint32_t seed) {
+  OwnedKv kv;
+  kv.pool.assign(size_t(BlocksFor(s, tokens)) * LayoutOf(s).bytes_per_block, 0xEE);
+  kv.view = FillKv(s, tokens, seed, kv.pool.data(), &kv.table, &kv.k, &kv.v);
+  return kv;
+}
+
+}  // namespace kvengine::attention_test

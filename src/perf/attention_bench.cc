@@ -1,0 +1,129 @@
+#include "perf/attention_bench.h"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "attention/paged_attention.h"
+#include "base/thread_pool.h"
+
+namespace kvengine {
+namespace {
+
+struct Timing {
+  int64_t iterations = 0;
+  double seconds = 0;
+};
+
+// Times PagedAttentionBatch for one decode query at position context - 1, cycling through the
+// layer's copies; a few untimed calls first (thread wake-up, page-table walks).
+Timing TimeAttention(const SyntheticKvLayer& layer, int n_heads, const AttentionBenchOptions& o,
+                     ThreadPool& pool) {
+  const SyntheticKvSpec& spec = layer.spec();
+  // q: [n_heads][head_dim]; out: [n_heads][head_dim].
+  std::vector<float> q(size_t(n_heads) * size_t(spec.head_dim));
+  std::vector<float> out(q.size());
+  std::mt19937 rng(uint32_t(o.seed));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& x : q) x = normal(rng);
+  const float scale = 1.0f / std::sqrt(float(spec.head_dim));
+  auto call = [&](int64_t i) {
+    const AttentionQuery query{layer.block_table(int(i % spec.copies)), q.data(), spec.context - 1,
+                               out.data()};
+    PagedAttentionBatch(layer.view(), std::span(&query, 1), n_heads, scale, &pool);
+  };
+  const int warmup = std::min(spec.copies, 3);
+  for (int i = 0; i < warmup; ++i) call(i);
+  Timing t;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (t.iterations < o.min_iterations || t.seconds < o.min_seconds) {
+    call(warmup + t.iterations);
+    ++t.iterations;
+    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return t;
+}
+
+Status Validate(const AttentionBenchOptions& o) {
+  if (o.contexts.empty() || o.kv_dtypes.empty() || o.threads.empty() || o.layouts.empty()) {
+    return InvalidArgument(
+        "the sweep is empty: give at least one context, dtype, thread count "
+        "and layout");
+  }
+  for (int t : o.threads) {
+    if (t < 1 || t > 1024) return InvalidArgument("thread counts must be 1..1024");
+  }
+  if (o.n_heads < 1 || o.num_kv_heads < 1 || o.n_heads % o.num_kv_heads != 0) {
+    return InvalidArgument("query heads must be a positive multiple of KV heads");
+  }
+  if (!(o.min_seconds >= 0) || o.min_iterations < 1) {
+    return InvalidArgument("the minimum time must be >= 0 and the minimum iterations >= 1");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
+                                               const BenchProgress& progress) {
+  KV_RETURN_IF_ERROR(Validate(o));
+  AttentionBenchResult r;
+  r.options = o;
+  // One pool per thread count for the whole run; the bandwidth of each, measured first.
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t : o.threads) {
+    pools.push_back(std::make_unique<ThreadPool>(t));
+    KV_ASSIGN_OR_RETURN(double bw, MeasureReadBandwidthGBs(*pools.back(), o.read_bw));
+    r.read_bw_gb_per_s.emplace_back(t, bw);
+  }
+  const int64_t total =
+      int64_t(o.kv_dtypes.size() * o.contexts.size() * o.layouts.size() * o.threads.size());
+  int64_t done = 0;
+  if (progress) progress(0, total);
+  for (KvDtype dtype : o.kv_dtypes) {
+    for (int64_t context : o.contexts) {
+      for (KvLayout layout : o.layouts) {
+        SyntheticKvSpec spec;
+        spec.dtype = dtype;
+        spec.num_kv_heads = o.num_kv_heads;
+        spec.head_dim = o.head_dim;
+        spec.context = context;
+        spec.layout = layout;
+        spec.block_size = o.block_size;
+        spec.seed = o.seed;
+        // Copies: enough for the footprint, sized from the one-copy storage.
+        const KvLayerView one = SingleLayerView(dtype, o.num_kv_heads, o.head_dim,
+                                                layout == KvLayout::kPaged ? o.block_size : 1);
+        const uint64_t copy_bytes = uint64_t(one.bytes_per_block) *
+                                    uint64_t((context + one.block_size - 1) / one.block_size);
+        spec.copies = int(std::clamp<uint64_t>(
+            (o.footprint_bytes + copy_bytes - 1) / std::max<uint64_t>(copy_bytes, 1), 1, 65536));
+        KV_ASSIGN_OR_RETURN(SyntheticKvLayer layer, SyntheticKvLayer::Build(spec));
+        for (size_t ti = 0; ti < o.threads.size(); ++ti) {
+          const Timing t = TimeAttention(layer, o.n_heads, o, *pools[ti]);
+          AttentionBenchRow row;
+          row.kv_dtype = dtype;
+          row.context = context;
+          row.threads = o.threads[ti];
+          row.layout = layout;
+          row.block_size = layer.view().block_size;
+          row.copies = spec.copies;
+          row.iterations = t.iterations;
+          row.seconds = t.seconds;
+          row.kv_bytes_per_token = layer.kv_bytes_per_query();
+          row.us_per_token = t.seconds / double(t.iterations) * 1e6;
+          row.tokens_per_s = double(t.iterations) / t.seconds;
+          row.kv_gb_per_s = double(row.kv_bytes_per_token) * row.tokens_per_s / 1e9;
+          row.read_bw_gb_per_s = r.read_bw_gb_per_s[ti].second;
+          row.fraction_of_read_bw = row.kv_gb_per_s / row.read_bw_gb_per_s;
+          r.rows.push_back(row);
+          if (progress) progress(++done, total);
+        }
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace kvengine

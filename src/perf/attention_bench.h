@@ -1,0 +1,87 @@
+// The paged decode attention benchmark (`kvengine bench attention`, docs/bench-attention.md):
+// one decode token's query against one layer's K/V at a given context length, for each KV dtype,
+// thread count and layout (paged in shuffled pool order vs contiguous per head), timed through
+// PagedAttentionBatch. Each row reports the KV bytes read per second and their ratio to the
+// machine's streaming read bandwidth measured in the same run with the same thread count.
+//
+// Threading: RunAttentionBench creates its own thread pools; call it from one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/read_bandwidth.h"
+#include "perf/bench_progress.h"
+#include "perf/synthetic_kv_layer.h"
+#include "quant/kv_dtype.h"
+
+namespace kvengine {
+
+struct AttentionBenchOptions {
+  std::vector<int64_t> contexts = {1024, 4096, 16384, 32768};
+  std::vector<KvDtype> kv_dtypes = {KvDtype::kF16, KvDtype::kBF16, KvDtype::kFp8E4M3,
+                                    KvDtype::kInt8, KvDtype::kInt4};
+  std::vector<int> threads = {1, 2};
+  std::vector<KvLayout> layouts = {KvLayout::kPaged, KvLayout::kContiguous};
+  // The shape: Llama-3-8B-like GQA.
+  int n_heads = 32;
+  int num_kv_heads = 8;
+  int head_dim = 128;
+  int block_size = 16;  // Paged layout.
+  // Every row times calls until both limits are reached (after warm-up calls).
+  double min_seconds = 0.3;
+  int min_iterations = 5;
+  // Copies of the layer's KV cycled through, enough for at least this many bytes, so that each
+  // call reads from DRAM as a decode step over many layers does (an EPYC CCD has 32 MiB of L3).
+  uint64_t footprint_bytes = uint64_t{192} << 20;
+  ReadBandwidthOptions read_bw;
+  uint64_t seed = 1;
+
+  static constexpr const char* kContextsHelp =
+      "Context lengths (tokens of KV the query attends to)";
+  static constexpr const char* kKvDtypesHelp =
+      "KV dtypes (f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4)";
+  static constexpr const char* kThreadsHelp =
+      "Thread counts; the read bandwidth is measured with each";
+  static constexpr const char* kLayoutsHelp =
+      "paged: blocks of --block-size in shuffled pool order; contiguous: one block per head";
+  static constexpr const char* kMinTimeHelp = "Seconds to time each row at least";
+  static constexpr const char* kFootprintHelp =
+      "Cycle through copies of the KV totalling at least this many bytes (beyond the LLC)";
+};
+
+struct AttentionBenchRow {
+  KvDtype kv_dtype = KvDtype::kF16;
+  int64_t context = 0;
+  int threads = 1;
+  KvLayout layout = KvLayout::kPaged;
+  int block_size = 0;               // 16 (paged) or the context (contiguous).
+  int copies = 0;                   // KV copies cycled through.
+  int64_t iterations = 0;           // Timed calls.
+  double seconds = 0;               // Their total wall time (steady clock).
+  uint64_t kv_bytes_per_token = 0;  // K/V data + scales one call reads (padding excluded).
+  double us_per_token = 0;
+  double tokens_per_s = 0;      // Calls per second: one layer's attention for one decode token.
+  double kv_gb_per_s = 0;       // kv_bytes_per_token * tokens_per_s / 1e9.
+  double read_bw_gb_per_s = 0;  // Measured in this run with `threads` threads.
+  double fraction_of_read_bw = 0;
+};
+
+struct AttentionBenchResult {
+  AttentionBenchOptions options;
+  std::vector<std::pair<int, double>> read_bw_gb_per_s;  // (threads, GB/s), as measured.
+  std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads.
+};
+
+// progress(done, total) after each row.
+Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& options,
+                                               const BenchProgress& progress = {});
+
+// A readable table, then paged/contiguous and each dtype's tokens/s over f16.
+std::string FormatAttentionBenchText(const AttentionBenchResult& r);
+// A JSON array of rows (attention_bench_format.cc lists the fields).
+std::string FormatAttentionBenchJson(const AttentionBenchResult& r);
+
+}  // namespace kvengine

@@ -1,0 +1,164 @@
+// Text and JSON reports of the attention benchmark.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <tuple>
+
+#include "perf/attention_bench.h"
+
+namespace kvengine {
+namespace {
+
+std::string Bytes(uint64_t b) {
+  if (b >= (uint64_t{1} << 20)) return fmt::format("{:.2f} MiB", double(b) / double(1 << 20));
+  return fmt::format("{:.1f} KiB", double(b) / 1024.0);
+}
+
+// K or V bytes of one row, data and scales.
+size_t RowBytes(KvDtype d, int head_dim) {
+  const RowFormat f = RowFormatOf(d, head_dim);
+  return f.data_bytes + f.scale_bytes;
+}
+
+std::string ThreadsWord(int t) { return fmt::format("{} thread{}", t, t == 1 ? "" : "s"); }
+
+// Rows by (dtype, context, threads, layout).
+using Key = std::tuple<KvDtype, int64_t, int, KvLayout>;
+std::map<Key, const AttentionBenchRow*> Index(const AttentionBenchResult& r) {
+  std::map<Key, const AttentionBenchRow*> m;
+  for (const AttentionBenchRow& row : r.rows) {
+    m[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
+  }
+  return m;
+}
+
+void AppendPagedOverContiguous(const AttentionBenchResult& r, std::string* s) {
+  const auto rows = Index(r);
+  std::string body;
+  for (KvDtype d : r.options.kv_dtypes) {
+    for (int64_t c : r.options.contexts) {
+      std::string line = fmt::format("{:<9} {:>8}", KvDtypeName(d), c);
+      bool any = false;
+      for (int t : r.options.threads) {
+        auto p = rows.find({d, c, t, KvLayout::kPaged});
+        auto q = rows.find({d, c, t, KvLayout::kContiguous});
+        if (p == rows.end() || q == rows.end()) {
+          line += fmt::format(" {:>10}", "-");
+          continue;
+        }
+        line += fmt::format(" {:>10.2f}", p->second->tokens_per_s / q->second->tokens_per_s);
+        any = true;
+      }
+      if (any) body += line + "\n";
+    }
+  }
+  if (body.empty()) return;
+  *s += "\npaged / contiguous (tokens/s; 1.00 = paging costs nothing):\n";
+  *s += fmt::format("{:<9} {:>8}", "kv_dtype", "context");
+  for (int t : r.options.threads) *s += fmt::format(" {:>10}", ThreadsWord(t));
+  *s += "\n" + body;
+}
+
+void AppendOverF16(const AttentionBenchResult& r, std::string* s) {
+  const auto rows = Index(r);
+  std::vector<KvDtype> others;
+  for (KvDtype d : r.options.kv_dtypes) {
+    if (d != KvDtype::kF16) others.push_back(d);
+  }
+  if (others.empty()) return;
+  for (KvLayout layout : r.options.layouts) {
+    std::string body;
+    for (int64_t c : r.options.contexts) {
+      for (int t : r.options.threads) {
+        auto f16 = rows.find({KvDtype::kF16, c, t, layout});
+        if (f16 == rows.end()) continue;
+        body += fmt::format("{:>8} {:>8}", c, t);
+        for (KvDtype d : others) {
+          auto x = rows.find({d, c, t, layout});
+          body +=
+              x == rows.end()
+                  ? fmt::format(" {:>9}", "-")
+                  : fmt::format(" {:>8.2f}x", x->second->tokens_per_s / f16->second->tokens_per_s);
+        }
+        body += "\n";
+      }
+    }
+    if (body.empty()) continue;
+    *s += fmt::format(
+        "\ntokens/s over f16 ({}); memory-bound attention would reach the KV bytes "
+        "ratio:\n",
+        KvLayoutName(layout));
+    *s += fmt::format("{:>8} {:>8}", "context", "threads");
+    for (KvDtype d : others) *s += fmt::format(" {:>9}", KvDtypeName(d));
+    *s += fmt::format("\n{:>17}", "KV bytes ratio");
+    const double f16_row = double(RowBytes(KvDtype::kF16, r.options.head_dim));
+    for (KvDtype d : others) {
+      *s += fmt::format(" {:>8.2f}x", f16_row / double(RowBytes(d, r.options.head_dim)));
+    }
+    *s += "\n" + body;
+  }
+}
+
+}  // namespace
+
+std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
+  const AttentionBenchOptions& o = r.options;
+  std::string s = fmt::format(
+      "Decode attention: {} query heads / {} KV heads x {}, one query token attending to the whole "
+      "context, through PagedAttentionBatch.\n"
+      "paged: blocks of {} tokens in shuffled pool order; contiguous: one block per KV head.\n"
+      "Each row cycles through copies of its KV (>= {}) so every call reads from memory.\n"
+      "Read bandwidth, this run (streaming sum over {}):",
+      o.n_heads, o.num_kv_heads, o.head_dim, o.block_size, Bytes(o.footprint_bytes),
+      Bytes(o.read_bw.bytes));
+  for (size_t i = 0; i < r.read_bw_gb_per_s.size(); ++i) {
+    s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
+                     r.read_bw_gb_per_s[i].second);
+  }
+  s += "\n\n";
+  s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>11} {:>10} {:>10} {:>8} {:>10}\n", "kv_dtype",
+                   "context", "threads", "layout", "KV/token", "us/token", "tokens/s", "KV GB/s",
+                   "of read bw");
+  for (const AttentionBenchRow& row : r.rows) {
+    s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>11} {:>10.1f} {:>10.1f} {:>8.2f} {:>10.2f}\n",
+                     KvDtypeName(row.kv_dtype), row.context, row.threads, KvLayoutName(row.layout),
+                     Bytes(row.kv_bytes_per_token), row.us_per_token, row.tokens_per_s,
+                     row.kv_gb_per_s, row.fraction_of_read_bw);
+  }
+  AppendPagedOverContiguous(r, &s);
+  AppendOverF16(r, &s);
+  return s;
+}
+
+// Fields of each row: kv_dtype, context, threads, layout ("paged" | "contiguous"), block_size,
+// copies, n_heads, num_kv_heads, head_dim, iterations, seconds, kv_bytes_per_token,
+// us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw.
+std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const AttentionBenchRow& row : r.rows) {
+    nlohmann::ordered_json j;
+    j["kv_dtype"] = std::string(KvDtypeName(row.kv_dtype));
+    j["context"] = row.context;
+    j["threads"] = row.threads;
+    j["layout"] = std::string(KvLayoutName(row.layout));
+    j["block_size"] = row.block_size;
+    j["copies"] = row.copies;
+    j["n_heads"] = r.options.n_heads;
+    j["num_kv_heads"] = r.options.num_kv_heads;
+    j["head_dim"] = r.options.head_dim;
+    j["iterations"] = row.iterations;
+    j["seconds"] = row.seconds;
+    j["kv_bytes_per_token"] = row.kv_bytes_per_token;
+    j["us_per_token"] = row.us_per_token;
+    j["tokens_per_s"] = row.tokens_per_s;
+    j["kv_gb_per_s"] = row.kv_gb_per_s;
+    j["read_bw_gb_per_s"] = row.read_bw_gb_per_s;
+    j["fraction_of_read_bw"] = row.fraction_of_read_bw;
+    rows.push_back(std::move(j));
+  }
+  return rows.dump(2);
+}
+
+}  // namespace kvengine

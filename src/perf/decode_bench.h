@@ -1,0 +1,91 @@
+// The model decode benchmark (`kvengine bench decode`, docs/bench-decode.md): drives
+// Model::Forward directly over a KvCacheManager sized for the run and measures
+//   prefill   tokens/s of one prompt run from an empty cache, in chunks of prefill_chunk;
+//   decode    steady-state tokens/s of `steps` decode steps (after warm-up steps) of `batch`
+//             sequences that already hold `depth` tokens of KV each.
+// To reach a depth quickly the KV of those `depth` positions is filled with random rows
+// (KvCacheManager::WriteKv for every layer) instead of running the prompt: attention reads the
+// same bytes whatever their values. Each row states the bytes one step reads (weights + KV) and
+// the rate that implies, beside the read bandwidth measured in the same run with the same pool.
+//
+// Threading: call from one thread; the model's kernels fan out to the given pool.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "gguf/gguf_reader.h"
+#include "kernels/read_bandwidth.h"
+#include "model/model.h"
+#include "perf/bench_progress.h"
+#include "quant/kv_dtype.h"
+
+namespace kvengine {
+
+struct DecodeBenchOptions {
+  std::vector<KvDtype> kv_dtypes = {KvDtype::kF16, KvDtype::kInt8};
+  std::vector<int64_t> depths = {0, 4096, 16384};  // Decode of one sequence at each depth.
+  std::vector<int> batches = {1, 4, 16};           // Batched decode, every sequence at ...
+  int64_t batch_depth = 0;                         // ... this depth.
+  int64_t prompt_tokens = 512;                     // Prefill measurement (0: none).
+  int64_t prefill_chunk = 512;                     // Prompt tokens per forward pass.
+  int steps = 16;                                  // Timed decode steps per row.
+  int warmup_steps = 1;                            // Untimed steps before them.
+  int block_size = 16;
+  uint64_t seed = 1;
+  ReadBandwidthOptions read_bw;
+
+  static constexpr const char* kDepthsHelp =
+      "KV depths (tokens already in the cache) for single-sequence decode";
+  static constexpr const char* kBatchesHelp = "Sequences decoded together (at --batch-depth)";
+  static constexpr const char* kBatchDepthHelp = "KV depth of every sequence of the batched rows";
+  static constexpr const char* kPromptHelp = "Prompt tokens of the prefill measurement (0: none)";
+  static constexpr const char* kStepsHelp = "Timed decode steps per row (after the warm-up step)";
+};
+
+struct DecodeBenchRow {
+  KvDtype kv_dtype = KvDtype::kF16;
+  int64_t depth = 0;  // KV tokens per sequence before the first (warm-up) step.
+  int batch = 1;
+  int steps = 0;                   // Timed steps.
+  double seconds = 0;              // Their wall time.
+  double decode_tokens_per_s = 0;  // batch * steps / seconds (all sequences together).
+  double step_ms = 0;
+  bool kv_filled_randomly = false;  // depth > 0: the KV was written, not computed.
+  // Prefill from an empty cache, on the (depth 0, batch 1) row of each dtype (else on the
+  // dtype's first row); prefill_tokens == 0 where not measured.
+  int64_t prefill_tokens = 0;
+  double prefill_tokens_per_s = 0;
+  // Bytes one decode step reads: the weights (the file's tensor bytes; of the token embedding
+  // only `batch` rows unless it doubles as the output projection) and the KV every sequence
+  // attends to, averaged over the timed steps (data + scales, padding excluded).
+  uint64_t weight_bytes_per_step = 0;
+  uint64_t kv_bytes_per_step = 0;
+  double implied_gb_per_s = 0;  // (weights + KV) per step * steps / s / 1e9.
+  double fraction_of_read_bw = 0;
+};
+
+struct DecodeBenchResult {
+  DecodeBenchOptions options;
+  std::string model;
+  int threads = 0;
+  double read_bw_gb_per_s = 0;       // MeasureReadBandwidthGBs with the same pool.
+  std::vector<DecodeBenchRow> rows;  // Per dtype: the depths, then the batches.
+};
+
+// Weight bytes one decode step of `batch` tokens reads from `file` (see DecodeBenchRow).
+uint64_t DecodeWeightBytes(const GgufFile& file, int batch);
+
+// `file` is the model's GGUF (for weight bytes). progress(done, total): after each measurement.
+Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& file, ThreadPool& pool,
+                                         const DecodeBenchOptions& options,
+                                         const BenchProgress& progress = {});
+
+std::string FormatDecodeBenchText(const DecodeBenchResult& r);
+// A JSON array of rows (decode_bench_format.cc lists the fields).
+std::string FormatDecodeBenchJson(const DecodeBenchResult& r);
+
+}  // namespace kvengine

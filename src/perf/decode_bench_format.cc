@@ -1,0 +1,89 @@
+// Text and JSON reports of the decode benchmark.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "perf/decode_bench.h"
+
+namespace kvengine {
+
+std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
+  const DecodeBenchOptions& o = r.options;
+  std::string s = fmt::format(
+      "Decode benchmark: {}, {} thread{}, KV block {}; read bandwidth this run {:.1f} GB/s "
+      "(streaming sum over {} MiB, same threads).\n"
+      "Decode rows time {} steps after {} warm-up step{}; tokens/s counts every sequence's token.\n"
+      "Depth > 0: the KV of the first `depth` positions was filled with random values, not "
+      "computed (attention reads the same bytes whatever their values).\n"
+      "bytes/step = weights (file bytes) + the KV the step's tokens attend to; GB/s = bytes/step "
+      "x steps/s.\n",
+      r.model, r.threads, r.threads == 1 ? "" : "s", o.block_size, r.read_bw_gb_per_s,
+      o.read_bw.bytes >> 20, o.steps, o.warmup_steps, o.warmup_steps == 1 ? "" : "s");
+  for (const DecodeBenchRow& row : r.rows) {
+    if (row.prefill_tokens > 0) {
+      s += fmt::format(
+          "prefill {:<5} {} tokens from an empty cache, chunks of {}: {:.1f} tokens/s\n",
+          KvDtypeName(row.kv_dtype), row.prefill_tokens, o.prefill_chunk, row.prefill_tokens_per_s);
+    }
+  }
+  s += "\n";
+  s += fmt::format("{:<8} {:>6} {:>5} {:>10} {:>9} {:>9} {:>11} {:>11} {:>8} {:>10}\n", "kv_dtype",
+                   "depth", "batch", "tokens/s", "per seq", "step ms", "weights MB", "KV MB/step",
+                   "GB/s", "of read bw");
+  for (const DecodeBenchRow& row : r.rows) {
+    s += fmt::format(
+        "{:<8} {:>6} {:>5} {:>10.1f} {:>9.1f} {:>9.2f} {:>11.1f} {:>11.1f} {:>8.2f} "
+        "{:>10.2f}\n",
+        KvDtypeName(row.kv_dtype), row.depth, row.batch, row.decode_tokens_per_s,
+        row.decode_tokens_per_s / row.batch, row.step_ms, double(row.weight_bytes_per_step) / 1e6,
+        double(row.kv_bytes_per_step) / 1e6, row.implied_gb_per_s, row.fraction_of_read_bw);
+  }
+  // Each dtype's single-sequence tokens/s over f16's at the same depth.
+  std::string ratios;
+  for (const DecodeBenchRow& row : r.rows) {
+    if (row.kv_dtype == KvDtype::kF16 || row.batch != 1) continue;
+    for (const DecodeBenchRow& f16 : r.rows) {
+      if (f16.kv_dtype == KvDtype::kF16 && f16.batch == 1 && f16.depth == row.depth) {
+        ratios += fmt::format("  {} / f16 at depth {}: {:.2f}x\n", KvDtypeName(row.kv_dtype),
+                              row.depth, row.decode_tokens_per_s / f16.decode_tokens_per_s);
+      }
+    }
+  }
+  if (!ratios.empty()) s += "\ndecode tokens/s over f16 KV (batch 1):\n" + ratios;
+  return s;
+}
+
+// Fields of each row: model, threads, kv_dtype, depth, batch, steps, seconds,
+// decode_tokens_per_s (all sequences), step_ms, kv_filled_randomly, prefill_tokens and
+// prefill_tokens_per_s (only on the row that carries the prefill), weight_bytes_per_step,
+// kv_bytes_per_step, bytes_per_step, implied_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw.
+std::string FormatDecodeBenchJson(const DecodeBenchResult& r) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const DecodeBenchRow& row : r.rows) {
+    nlohmann::ordered_json j;
+    j["model"] = r.model;
+    j["threads"] = r.threads;
+    j["kv_dtype"] = std::string(KvDtypeName(row.kv_dtype));
+    j["depth"] = row.depth;
+    j["batch"] = row.batch;
+    j["steps"] = row.steps;
+    j["seconds"] = row.seconds;
+    j["decode_tokens_per_s"] = row.decode_tokens_per_s;
+    j["step_ms"] = row.step_ms;
+    j["kv_filled_randomly"] = row.kv_filled_randomly;
+    if (row.prefill_tokens > 0) {
+      j["prefill_tokens"] = row.prefill_tokens;
+      j["prefill_tokens_per_s"] = row.prefill_tokens_per_s;
+    }
+    j["weight_bytes_per_step"] = row.weight_bytes_per_step;
+    j["kv_bytes_per_step"] = row.kv_bytes_per_step;
+    j["bytes_per_step"] = row.weight_bytes_per_step + row.kv_bytes_per_step;
+    j["implied_gb_per_s"] = row.implied_gb_per_s;
+    j["read_bw_gb_per_s"] = r.read_bw_gb_per_s;
+    j["fraction_of_read_bw"] = row.fraction_of_read_bw;
+    rows.push_back(std::move(j));
+  }
+  return rows.dump(2);
+}
+
+}  // namespace kvengine

@@ -1,0 +1,131 @@
+// The decode benchmark on a tiny synthetic model: which rows it runs, where the prefill goes,
+// and the bytes it says a step reads.
+#include "perf/decode_bench.h"
+
+#include <gtest/gtest.h>
+
+#include "synth/synth_test_util.h"
+#include "synth/synthetic_model.h"
+#include "synth/synthetic_spec.h"
+
+namespace kvengine {
+namespace {
+
+class DecodeBenchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SyntheticModelSpec spec = *FindSyntheticPreset("tiny");
+    const std::string path = dir_.File("tiny.gguf");
+    ASSERT_TRUE(WriteSyntheticModel(spec, path).ok());
+    Result<std::unique_ptr<GgufFile>> f = GgufFile::Open(path);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    file_ = std::move(*f);
+    Result<std::unique_ptr<Model>> m = LoadModel(file_, "tiny");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    model_ = std::move(*m);
+  }
+
+  static DecodeBenchOptions Small() {
+    DecodeBenchOptions o;
+    o.kv_dtypes = {KvDtype::kF16, KvDtype::kInt8};
+    o.depths = {0, 40};
+    o.batches = {1, 3};
+    o.prompt_tokens = 20;
+    o.prefill_chunk = 8;
+    o.steps = 3;
+    o.read_bw.bytes = 4 << 20;
+    o.read_bw.min_seconds = 0;
+    o.read_bw.min_passes = 1;
+    return o;
+  }
+
+  synth_test::ScopedTempDir dir_;
+  std::shared_ptr<GgufFile> file_;
+  std::unique_ptr<Model> model_;
+};
+
+TEST_F(DecodeBenchTest, RunsEachDepthThenEachBatchOncePerDtype) {
+  ThreadPool pool(2);
+  int64_t last = -1, total = -1;
+  Result<DecodeBenchResult> r =
+      RunDecodeBench(*model_, *file_, pool, Small(), [&](int64_t d, int64_t t) {
+        last = d;
+        total = t;
+      });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // Per dtype: (0, 1), (40, 1), (0, 3); (0, 1) from the batches is the first row again.
+  ASSERT_EQ(r->rows.size(), 6u);
+  EXPECT_EQ(last, 8);  // 6 rows + 2 prefills.
+  EXPECT_EQ(total, 8);
+  EXPECT_EQ(r->threads, 2);
+  EXPECT_GT(r->read_bw_gb_per_s, 0);
+  const int64_t depth[] = {0, 40, 0};
+  const int batch[] = {1, 1, 3};
+  for (size_t i = 0; i < r->rows.size(); ++i) {
+    const DecodeBenchRow& row = r->rows[i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(row.kv_dtype, i < 3 ? KvDtype::kF16 : KvDtype::kInt8);
+    EXPECT_EQ(row.depth, depth[i % 3]);
+    EXPECT_EQ(row.batch, batch[i % 3]);
+    EXPECT_EQ(row.kv_filled_randomly, row.depth > 0);
+    EXPECT_EQ(row.steps, 3);
+    EXPECT_GT(row.decode_tokens_per_s, 0);
+    EXPECT_EQ(row.weight_bytes_per_step, DecodeWeightBytes(*file_, row.batch));
+    // The prefill is on the (0, 1) row only.
+    EXPECT_EQ(row.prefill_tokens, i % 3 == 0 ? 20 : 0);
+    if (i % 3 == 0) {
+      EXPECT_GT(row.prefill_tokens_per_s, 0);
+    }
+  }
+  // Deeper and wider steps read more KV; int8 rows read less KV than f16's.
+  EXPECT_LT(r->rows[0].kv_bytes_per_step, r->rows[1].kv_bytes_per_step);
+  EXPECT_LT(r->rows[0].kv_bytes_per_step, r->rows[2].kv_bytes_per_step);
+  EXPECT_LT(r->rows[4].kv_bytes_per_step, r->rows[1].kv_bytes_per_step);
+  const std::string text = FormatDecodeBenchText(*r);
+  EXPECT_NE(text.find("filled with random values"), std::string::npos);
+  EXPECT_NE(text.find("int8 / f16 at depth 40"), std::string::npos);
+  EXPECT_NE(FormatDecodeBenchJson(*r).find("\"prefill_tokens_per_s\""), std::string::npos);
+}
+
+TEST_F(DecodeBenchTest, KvBytesPerStepFollowTheLayout) {
+  // tiny at f16: per token and layer, K and V rows of every KV head, 2 bytes per element.
+  const ModelConfig& c = model_->config();
+  DecodeBenchOptions o = Small();
+  o.kv_dtypes = {KvDtype::kF16};
+  o.depths = {100};
+  o.batches = {};
+  o.prompt_tokens = 0;
+  ThreadPool pool(1);
+  Result<DecodeBenchResult> r = RunDecodeBench(*model_, *file_, pool, o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->rows.size(), 1u);
+  const uint64_t per_token =
+      uint64_t(c.n_layers) * uint64_t(c.n_kv_heads) * uint64_t(c.head_dim_k + c.head_dim_v) * 2;
+  // Timed steps at positions 101, 102, 103: 103 visible positions on average.
+  EXPECT_EQ(r->rows[0].kv_bytes_per_step, per_token * 103);
+}
+
+TEST_F(DecodeBenchTest, WeightBytesReadOnlyTheEmbeddingRowsOfTheBatch) {
+  uint64_t all = 0;
+  for (const GgufTensor& t : file_->tensors()) all += t.byte_size;
+  const GgufTensor* embd = file_->FindTensor("token_embd.weight");
+  ASSERT_NE(embd, nullptr);
+  ASSERT_NE(file_->FindTensor("output.weight"), nullptr);
+  const uint64_t row = embd->byte_size / uint64_t(embd->dims[1]);
+  EXPECT_EQ(DecodeWeightBytes(*file_, 1), all - embd->byte_size + row);
+  EXPECT_EQ(DecodeWeightBytes(*file_, 4), all - embd->byte_size + 4 * row);
+}
+
+TEST_F(DecodeBenchTest, RejectsDepthsBeyondTheContext) {
+  DecodeBenchOptions o = Small();
+  o.depths = {model_->config().context_length};
+  ThreadPool pool(1);
+  EXPECT_FALSE(RunDecodeBench(*model_, *file_, pool, o).ok());
+  o = Small();
+  o.depths = {};
+  o.batches = {};
+  EXPECT_FALSE(RunDecodeBench(*model_, *file_, pool, o).ok());
+}
+
+}  // namespace
+}  // namespace kvengine

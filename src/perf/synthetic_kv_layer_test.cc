@@ -1,0 +1,173 @@
+// The benchmark's KV layouts: the paged and contiguous builds of one spec hold the same values,
+// the paged layout is the pool's (BlockLayout) in a shuffled order, and PagedAttentionBatch over
+// either layout matches ContiguousAttentionRef over the decoded values.
+#include "perf/synthetic_kv_layer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "kv/block_layout.h"
+#include "perf/attention_bench.h"
+
+namespace kvengine {
+namespace {
+
+// Attention over the same decoded K/V: float accumulation (and a split that may differ between
+// block sizes) vs the reference's doubles. Outputs are averages of N(0, 1) values.
+constexpr float kLayoutTolerance = 1e-4f;
+
+constexpr KvDtype kBenchDtypes[] = {KvDtype::kF16, KvDtype::kBF16, KvDtype::kFp8E4M3,
+                                    KvDtype::kInt8, KvDtype::kInt4};
+
+SyntheticKvSpec SmallSpec(KvDtype dtype, KvLayout layout) {
+  SyntheticKvSpec s;
+  s.dtype = dtype;
+  s.num_kv_heads = 2;
+  s.head_dim = 64;
+  s.context = 100;  // Not a multiple of the block: the last block is partial.
+  s.layout = layout;
+  s.block_size = 16;
+  s.copies = layout == KvLayout::kPaged ? 3 : 2;
+  s.seed = 11;
+  return s;
+}
+
+TEST(SyntheticKvLayerTest, PagedViewIsThePoolsBlockLayout) {
+  for (KvDtype d : kBenchDtypes) {
+    SCOPED_TRACE(std::string(KvDtypeName(d)));
+    KvGroupSpec g;
+    g.layers = {0};
+    g.num_kv_heads = 8;
+    g.head_dim_k = g.head_dim_v = 128;
+    g.dtypes = {{d, d}};
+    const BlockLayout lay(g, 16);
+    const KvLayerView v = SingleLayerView(d, 8, 128, 16);
+    EXPECT_EQ(v.bytes_per_block, lay.bytes_per_block());
+    EXPECT_EQ(v.k_data, lay.layer(0).k_data);
+    EXPECT_EQ(v.k_scale, lay.layer(0).k_scale);
+    EXPECT_EQ(v.v_data, lay.layer(0).v_data);
+    EXPECT_EQ(v.v_scale, lay.layer(0).v_scale);
+    EXPECT_EQ(v.k_row_bytes, lay.layer(0).k_row.data_bytes);
+    EXPECT_EQ(v.v_scale_bytes, lay.layer(0).v_row.scale_bytes);
+  }
+}
+
+TEST(SyntheticKvLayerTest, PagedTablesAreAShuffledPermutationOfThePool) {
+  Result<SyntheticKvLayer> l = SyntheticKvLayer::Build(SmallSpec(KvDtype::kF16, KvLayout::kPaged));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  std::vector<int32_t> all;
+  for (int c = 0; c < 3; ++c) {
+    ASSERT_EQ(l->block_table(c).size(), 7u);  // ceil(100 / 16).
+    all.insert(all.end(), l->block_table(c).begin(), l->block_table(c).end());
+  }
+  std::vector<int32_t> sorted = all;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) EXPECT_EQ(sorted[i], int32_t(i));
+  EXPECT_FALSE(std::is_sorted(all.begin(), all.end()));
+  EXPECT_EQ(l->storage_bytes(), 21 * l->view().bytes_per_block);
+}
+
+TEST(SyntheticKvLayerTest, ContiguousIsOneBlockPerCopy) {
+  Result<SyntheticKvLayer> l =
+      SyntheticKvLayer::Build(SmallSpec(KvDtype::kInt8, KvLayout::kContiguous));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->view().block_size, 100);
+  ASSERT_EQ(l->block_table(1).size(), 1u);
+  EXPECT_EQ(l->block_table(1)[0], 1);
+  // int8, 64 elements: 64 data bytes + a 2-byte scale per row, K and V, 2 heads, 100 tokens.
+  EXPECT_EQ(l->kv_bytes_per_query(), uint64_t(2 * (64 + 2) * 2 * 100));
+}
+
+TEST(SyntheticKvLayerTest, LayoutsHoldTheSameValuesAndGiveTheReferenceAttention) {
+  const int n_heads = 8;  // GQA: 4 query heads per KV head.
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (KvDtype d : kBenchDtypes) {
+    SCOPED_TRACE(std::string(KvDtypeName(d)));
+    Result<SyntheticKvLayer> paged = SyntheticKvLayer::Build(SmallSpec(d, KvLayout::kPaged));
+    Result<SyntheticKvLayer> contig = SyntheticKvLayer::Build(SmallSpec(d, KvLayout::kContiguous));
+    ASSERT_TRUE(paged.ok() && contig.ok());
+    std::vector<float> kp, vp, kc, vc, k2, v2;
+    paged->Decode(2, &kp, &vp);
+    contig->Decode(0, &kc, &vc);
+    contig->Decode(1, &k2, &v2);
+    ASSERT_EQ(kp, kc);  // Same values position by position, in every copy.
+    ASSERT_EQ(vp, vc);
+    ASSERT_EQ(kc, k2);
+    EXPECT_GT(*std::max_element(kp.begin(), kp.end()), 0.5f);  // Random, not zeros.
+    std::vector<float> q(size_t(n_heads) * 64);
+    for (float& x : q) x = normal(rng);
+    const float scale = 0.125f;
+    for (int64_t pos : {int64_t{0}, int64_t{37}, int64_t{99}}) {
+      std::vector<float> ref(q.size()), out_p(q.size()), out_c(q.size());
+      ContiguousAttentionRef(paged->view(), kc.data(), vc.data(), q.data(), n_heads, pos, scale,
+                             ref.data());
+      const AttentionQuery qp{paged->block_table(1), q.data(), pos, out_p.data()};
+      const AttentionQuery qc{contig->block_table(0), q.data(), pos, out_c.data()};
+      PagedAttentionBatch(paged->view(), std::span(&qp, 1), n_heads, scale, nullptr);
+      PagedAttentionBatch(contig->view(), std::span(&qc, 1), n_heads, scale, nullptr);
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_NEAR(out_p[i], ref[i], kLayoutTolerance) << "paged pos " << pos << " i " << i;
+        ASSERT_NEAR(out_c[i], ref[i], kLayoutTolerance) << "contiguous pos " << pos << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(SyntheticKvLayerTest, RejectsBadSpecs) {
+  SyntheticKvSpec s = SmallSpec(KvDtype::kF16, KvLayout::kPaged);
+  s.context = 0;
+  EXPECT_FALSE(SyntheticKvLayer::Build(s).ok());
+  s = SmallSpec(KvDtype::kF16, KvLayout::kPaged);
+  s.block_size = 300;
+  EXPECT_FALSE(SyntheticKvLayer::Build(s).ok());
+  s = SmallSpec(KvDtype::kF16, KvLayout::kPaged);
+  s.copies = 0;
+  EXPECT_FALSE(SyntheticKvLayer::Build(s).ok());
+  EXPECT_TRUE(ParseKvLayout("paged").ok());
+  EXPECT_FALSE(ParseKvLayout("strided").ok());
+}
+
+TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
+  AttentionBenchOptions o;
+  o.contexts = {64, 200};
+  o.kv_dtypes = {KvDtype::kF16, KvDtype::kInt4};
+  o.threads = {1, 2};
+  o.n_heads = 8;
+  o.num_kv_heads = 2;
+  o.head_dim = 64;
+  o.min_seconds = 0;
+  o.min_iterations = 2;
+  o.footprint_bytes = 1 << 20;
+  o.read_bw.bytes = 4 << 20;
+  o.read_bw.min_seconds = 0;
+  o.read_bw.min_passes = 1;
+  int64_t last_done = -1, last_total = -1;
+  Result<AttentionBenchResult> r = RunAttentionBench(o, [&](int64_t done, int64_t total) {
+    last_done = done;
+    last_total = total;
+  });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->rows.size(), 16u);
+  EXPECT_EQ(last_done, 16);
+  EXPECT_EQ(last_total, 16);
+  ASSERT_EQ(r->read_bw_gb_per_s.size(), 2u);
+  for (const AttentionBenchRow& row : r->rows) {
+    EXPECT_GE(row.iterations, 2);
+    EXPECT_GT(row.kv_gb_per_s, 0);
+    EXPECT_GE(row.copies, 1);
+    EXPECT_EQ(row.read_bw_gb_per_s, r->read_bw_gb_per_s[row.threads == 1 ? 0 : 1].second);
+    EXPECT_DOUBLE_EQ(row.fraction_of_read_bw, row.kv_gb_per_s / row.read_bw_gb_per_s);
+    EXPECT_EQ(row.block_size, row.layout == KvLayout::kPaged ? 16 : row.context);
+  }
+  const std::string text = FormatAttentionBenchText(*r);
+  EXPECT_NE(text.find("paged / contiguous"), std::string::npos);
+  EXPECT_NE(text.find("tokens/s over f16"), std::string::npos);
+  EXPECT_NE(FormatAttentionBenchJson(*r).find("\"fraction_of_read_bw\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvengine

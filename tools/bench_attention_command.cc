@@ -1,0 +1,108 @@
+// `kvengine bench attention`: does paged decode attention read KV at memory speed?
+// One decode query against one layer's K/V per context length, KV dtype, thread count and layout
+// (paged in shuffled pool order vs contiguous), with KV GB/s as a fraction of the read bandwidth
+// measured in the same run (src/perf does the work; docs/bench-attention.md explains the figures).
+#include <cstdio>
+#include <memory>
+
+#include "bench_flags.h"
+#include "cli_flags.h"
+#include "commands.h"
+#include "perf/attention_bench.h"
+#include "progress.h"
+
+namespace kvengine::cli {
+namespace {
+
+struct BenchAttentionFlags {
+  AttentionBenchOptions options;
+  std::vector<std::string> contexts = {"1k", "4k", "16k", "32k"};
+  std::vector<std::string> kv_dtypes = {"f16", "bf16", "fp8_e4m3", "int8", "int4"};
+  std::vector<std::string> layouts = {"paged", "contiguous"};
+  std::string footprint = "192MiB";
+  std::string read_bw_size = "256MiB";
+  bool json = false;
+};
+
+int RunBenchAttention(BenchAttentionFlags& f) {
+  AttentionBenchOptions& o = f.options;
+  Result<std::vector<int64_t>> contexts = ParseTokenCountList(f.contexts, "--contexts", 1);
+  if (!contexts.ok()) return Fail(contexts.status());
+  o.contexts = *contexts;
+  Result<std::vector<KvDtype>> dtypes = ParseKvDtypeList(f.kv_dtypes, "--kv-dtypes");
+  if (!dtypes.ok()) return Fail(dtypes.status());
+  o.kv_dtypes = *dtypes;
+  o.layouts.clear();
+  for (const std::string& l : f.layouts) {
+    Result<KvLayout> layout = ParseKvLayout(l);
+    if (!layout.ok()) return Fail(InvalidArgument("--layouts: " + layout.status().message()));
+    o.layouts.push_back(*layout);
+  }
+  Result<uint64_t> footprint = ParseBufferSize(f.footprint, "--footprint");
+  if (!footprint.ok()) return Fail(footprint.status());
+  o.footprint_bytes = *footprint;
+  Result<uint64_t> bw = ParseBufferSize(f.read_bw_size, "--read-bw-size");
+  if (!bw.ok()) return Fail(bw.status());
+  o.read_bw.bytes = *bw;
+  if (o.n_heads % o.num_kv_heads != 0) {
+    return Fail(InvalidArgument("--heads must be a multiple of --kv-heads"));
+  }
+  ProgressBar bar("bench attention");
+  Result<AttentionBenchResult> r =
+      RunAttentionBench(o, [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
+  bar.Finish();
+  if (!r.ok()) return Fail(r.status());
+  const std::string out =
+      f.json ? FormatAttentionBenchJson(*r) + "\n" : FormatAttentionBenchText(*r);
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterBenchAttention(CLI::App* bench, int* exit_code) {
+  auto f = std::make_shared<BenchAttentionFlags>();
+  AttentionBenchOptions& o = f->options;
+  CLI::App* cmd = bench->add_subcommand(
+      "attention",
+      "Paged decode attention (one query token, GQA) over synthetic KV: KV GB/s per context, KV "
+      "dtype, thread count and layout (paged in shuffled pool order vs contiguous), as a "
+      "fraction of the read bandwidth measured in the same run");
+  cmd->add_option("--contexts", f->contexts, AttentionBenchOptions::kContextsHelp)
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--kv-dtypes", f->kv_dtypes, AttentionBenchOptions::kKvDtypesHelp)
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o.threads, AttentionBenchOptions::kThreadsHelp)
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--layouts", f->layouts, AttentionBenchOptions::kLayoutsHelp)
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--heads", o.n_heads, "Query heads")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--kv-heads", o.num_kv_heads, "KV heads")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--head-dim", o.head_dim, "Elements per K/V row")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--block-size", o.block_size, "Tokens per KV block of the paged layout")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--min-time", o.min_seconds, AttentionBenchOptions::kMinTimeHelp)
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
+  cmd->add_option("--footprint", f->footprint, AttentionBenchOptions::kFootprintHelp)
+      ->capture_default_str();
+  cmd->add_option("--read-bw-size", f->read_bw_size,
+                  "Buffer of the read-bandwidth measurement (far beyond the last-level cache)")
+      ->capture_default_str();
+  cmd->add_flag("--json", f->json, "Print a JSON array of rows on stdout");
+  cmd->callback([f, exit_code] { *exit_code = RunBenchAttention(*f); });
+}
+
+}  // namespace kvengine::cli

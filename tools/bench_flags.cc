@@ -1,0 +1,41 @@
+#include "bench_flags.h"
+
+#include "base/size_parse.h"
+
+namespace kvengine::cli {
+
+Result<std::vector<KvDtype>> ParseKvDtypeList(const std::vector<std::string>& names,
+                                              const std::string& flag) {
+  std::vector<KvDtype> out;
+  for (const std::string& n : names) {
+    Result<KvDtype> d = ParseKvDtype(n);
+    if (!d.ok()) return InvalidArgument(flag + ": " + d.status().message());
+    out.push_back(*d);
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> ParseTokenCountList(const std::vector<std::string>& items,
+                                                 const std::string& flag, int64_t min) {
+  std::vector<int64_t> out;
+  for (const std::string& s : items) {
+    Result<uint64_t> n = ParseTokenCount(s);
+    if (!n.ok()) return InvalidArgument(flag + ": " + n.status().message());
+    if (*n > (uint64_t{1} << 24) || int64_t(*n) < min) {
+      return OutOfRange(flag + ": " + s + " must be " + std::to_string(min) + "..16777216");
+    }
+    out.push_back(int64_t(*n));
+  }
+  return out;
+}
+
+Result<uint64_t> ParseBufferSize(const std::string& text, const std::string& flag) {
+  Result<uint64_t> n = ParseSize(text);
+  if (!n.ok()) return InvalidArgument(flag + ": " + n.status().message());
+  if (*n < (uint64_t{1} << 20) || *n > (uint64_t{1} << 40)) {
+    return OutOfRange(flag + ": " + text + " must be 1MiB..1TiB");
+  }
+  return *n;
+}
+
+}  // namespace kvengine::cli

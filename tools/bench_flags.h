@@ -1,0 +1,23 @@
+// Flag values the `bench attention` and `bench decode` sweeps share: comma-separated lists of
+// KV dtypes ("f16,int8"), token counts ("1k,32k,512") and byte sizes, parsed once at the edge.
+// Errors name the flag.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "quant/kv_dtype.h"
+
+namespace kvengine::cli {
+
+Result<std::vector<KvDtype>> ParseKvDtypeList(const std::vector<std::string>& names,
+                                              const std::string& flag);
+// Token counts >= `min` ("4k" = 4096).
+Result<std::vector<int64_t>> ParseTokenCountList(const std::vector<std::string>& items,
+                                                 const std::string& flag, int64_t min);
+// A byte size >= 1 MiB ("256MiB").
+Result<uint64_t> ParseBufferSize(const std::string& text, const std::string& flag);
+
+}  // namespace kvengine::cli

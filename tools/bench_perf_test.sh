@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Smoke tests of `kvengine bench attention` and `kvengine bench decode` with tiny sweeps (~1 s
+# each): the JSON rows carry the documented fields with sane values (checked with jq), the text
+# report has its tables, and bad flag values fail with a message.
+# Usage: bench_perf_test.sh KVENGINE_BINARY SCRATCH_DIR attention|decode
+set -uo pipefail
+bin="$1"
+scratch="$2"
+what="$3"
+mkdir -p "$scratch"
+export KVENGINE_CACHE="$scratch/cache"
+failures=0
+pass() { echo "ok   $1"; }
+fail() {
+  echo "FAIL $1"
+  failures=$((failures + 1))
+}
+# expect NAME JQ_FILTER FILE: the filter must print true.
+expect() {
+  if [ "$(jq -e "$2" "$3" 2>&1)" = "true" ]; then pass "$1"; else fail "$1: $2"; fi
+}
+# check_error NAME PATTERN -- command...: exit status 1 and a message matching PATTERN.
+check_error() {
+  local name="$1" pattern="$2"
+  shift 3
+  local out status
+  out=$("$@" 2>&1)
+  status=$?
+  if [ "$status" -eq 1 ] && grep -qE -- "$pattern" <<<"$out"; then
+    pass "$name"
+  else
+    fail "$name: status $status, output: $(head -3 <<<"$out")"
+  fi
+}
+
+case "$what" in
+  attention)
+    small=(--contexts 1k,2k --kv-dtypes f16,int8 -t 1 --min-time 0.02 --footprint 16MiB
+           --read-bw-size 64MiB)
+    json="$scratch/attention.json"
+    if "$bin" bench attention "${small[@]}" --json > "$json"; then pass attention_json_runs
+    else fail attention_json_runs; fi
+    expect attention_rows 'length == 8' "$json"
+    expect attention_fields 'all(.[]; has("kv_dtype") and has("context") and has("threads")
+      and has("layout") and has("kv_gb_per_s") and has("read_bw_gb_per_s")
+      and has("fraction_of_read_bw") and has("tokens_per_s") and has("kv_bytes_per_token"))' "$json"
+    expect attention_layouts '[.[].layout] | unique == ["contiguous", "paged"]' "$json"
+    expect attention_dtypes '[.[].kv_dtype] | unique == ["f16", "int8"]' "$json"
+    expect attention_values 'all(.[]; .kv_gb_per_s > 0 and .read_bw_gb_per_s > 0
+      and .fraction_of_read_bw > 0 and .threads == 1
+      and (.fraction_of_read_bw - .kv_gb_per_s / .read_bw_gb_per_s | fabs) < 1e-9)' "$json"
+    # f16: 2 bytes x 128 elements x 8 heads x (K + V) per token.
+    expect attention_kv_bytes 'map(select(.kv_dtype == "f16" and .context == 1024))
+      | all(.[]; .kv_bytes_per_token == 4194304)' "$json"
+    expect attention_block 'all(.[]; .block_size == (if .layout == "paged" then 16 else .context end))' "$json"
+    text=$("$bin" bench attention "${small[@]}" 2>&1)
+    if grep -q "paged / contiguous" <<<"$text" && grep -q "tokens/s over f16" <<<"$text" &&
+       grep -qE "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" <<<"$text"; then
+      pass attention_text
+    else
+      fail "attention_text: $text"
+    fi
+    check_error attention_bad_dtype "kv-dtypes" -- "$bin" bench attention --kv-dtypes int7
+    check_error attention_bad_layout "layouts" -- "$bin" bench attention --layouts strided
+    check_error attention_bad_context "contexts" -- "$bin" bench attention --contexts 0
+    ;;
+  decode)
+    small=(-m tiny -t 1 --depths 0,64 --batches 1,4 -p 32 --steps 4 --read-bw-size 64MiB)
+    json="$scratch/decode.json"
+    if "$bin" bench decode "${small[@]}" --json > "$json"; then pass decode_json_runs
+    else fail decode_json_runs; fi
+    # f16 and int8, each: depth 0 and 64 at batch 1, batch 4 at depth 0.
+    expect decode_rows 'length == 6' "$json"
+    expect decode_fields 'all(.[]; has("kv_dtype") and has("depth") and has("batch")
+      and has("decode_tokens_per_s") and has("read_bw_gb_per_s") and has("bytes_per_step")
+      and has("implied_gb_per_s") and has("weight_bytes_per_step") and has("kv_bytes_per_step"))' "$json"
+    expect decode_prefill 'map(select(has("prefill_tokens_per_s"))) | length == 2
+      and all(.[]; .depth == 0 and .batch == 1 and .prefill_tokens == 32 and .prefill_tokens_per_s > 0)' "$json"
+    expect decode_values 'all(.[]; .decode_tokens_per_s > 0 and .read_bw_gb_per_s > 0
+      and .bytes_per_step == .weight_bytes_per_step + .kv_bytes_per_step and .threads == 1)' "$json"
+    expect decode_random_fill 'all(.[]; .kv_filled_randomly == (.depth > 0))' "$json"
+    expect decode_kv_grows 'map(select(.kv_dtype == "f16" and .batch == 1)) | sort_by(.depth)
+      | .[0].kv_bytes_per_step < .[1].kv_bytes_per_step' "$json"
+    expect decode_int8_smaller '(map(select(.kv_dtype == "int8" and .depth == 64))[0].kv_bytes_per_step)
+      < (map(select(.kv_dtype == "f16" and .depth == 64))[0].kv_bytes_per_step)' "$json"
+    text=$("$bin" bench decode "${small[@]}" --kv-dtypes int8 2>&1)
+    if grep -q "filled with random values" <<<"$text" && grep -qE "^prefill int8 " <<<"$text" &&
+       grep -qE "^int8 +64 +1 " <<<"$text"; then
+      pass decode_text
+    else
+      fail "decode_text: $text"
+    fi
+    check_error decode_bad_dtype "kv-dtypes" -- "$bin" bench decode -m tiny --kv-dtypes int7
+    check_error decode_too_deep "context" -- "$bin" bench decode -m tiny --depths 1M
+    check_error decode_bad_model "^kvengine: " -- "$bin" bench decode -m "$scratch/none.gguf"
+    ;;
+  *)
+    echo "usage: $0 KVENGINE_BINARY SCRATCH_DIR attention|decode" >&2
+    exit 2
+    ;;
+esac
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
