@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "kernels/weight_view.h"
@@ -23,6 +24,14 @@ namespace kvengine {
 // nullptr (runs on the caller). Weights are streamed once per call for all tokens while the
 // activations of a token block stay in cache, so batching tokens is cheaper than separate calls.
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
+
+// MatMul of several weight matrices with the same number of columns against the same
+// activations: ys[i] = ws[i] x (as MatMul), computed in one ParallelFor over the union of their
+// rows. One thread synchronization instead of one per matrix, and the threads' shares stay even
+// across matrices of different heights (Q/K/V, gate/up). Bits are those of separate MatMul calls.
+// Requires ws.size() == ys.size() and equal cols.
+void MatMulMulti(std::span<const WeightView* const> ws, const float* x, int64_t n_tokens,
+                 std::span<float* const> ys, ThreadPool* pool);
 
 // dst[0, n) = the n elements encoded at src, decoded exactly (F32, F16, BF16, Q8_0; for Q8_0 n is a
 // multiple of 32). Requires CheckMatMulType(type).ok() (KV_CHECKed).

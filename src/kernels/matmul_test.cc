@@ -175,6 +175,38 @@ TEST(MatMulTest, BatchInvariantOnEveryTarget) {
   }
 }
 
+// Q/K/V-like heights (not multiples of the 16-row unit) in one call: the same bits as separate
+// calls, for 1 and 5 tokens, with and without threads.
+TEST(MatMulTest, MultiEqualsSeparateCalls) {
+  std::mt19937 rng(23);
+  ThreadPool two(2);
+  const int64_t cols = 72;
+  const int64_t heights[] = {40, 9, 9, 33};
+  std::vector<TestWeights> ws;
+  for (int64_t h : heights) ws.push_back(RandomWeights(rng, GgmlType::kF16, h, cols));
+  for (int64_t n_tokens : {1, 5}) {
+    const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n_tokens * cols));
+    for (ThreadPool* pool : {&two, static_cast<ThreadPool*>(nullptr)}) {
+      std::vector<std::vector<float>> separate, multi;
+      std::vector<const WeightView*> views;
+      std::vector<float*> outs;
+      for (const TestWeights& w : ws) {
+        separate.emplace_back(static_cast<size_t>(n_tokens * w.view.rows));
+        multi.emplace_back(separate.back().size(), -1.0f);
+        MatMul(w.view, x.data(), n_tokens, separate.back().data(), nullptr);
+        views.push_back(&w.view);
+      }
+      for (std::vector<float>& m : multi) outs.push_back(m.data());
+      MatMulMulti(views, x.data(), n_tokens, outs, pool);
+      for (size_t i = 0; i < ws.size(); ++i) {
+        for (size_t j = 0; j < multi[i].size(); ++j) {
+          ASSERT_TRUE(SameFloat(multi[i][j], separate[i][j])) << "matrix " << i << " out " << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulTest, ZeroTokensWritesNothing) {
   std::mt19937 rng(5);
   const TestWeights w = RandomWeights(rng, GgmlType::kF32, 4, 8);

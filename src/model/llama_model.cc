@@ -77,9 +77,10 @@ Status LlamaModel::Forward(std::span<const SeqChunk> chunks, KvCacheManager& kv,
     for (size_t i = 0; i < N; ++i) {
       RmsNorm(x.data() + i * E, L.attn_norm.data(), int64_t(E), hp_.rms_eps, xn.data() + i * E);
     }
-    MatMul(L.wq, xn.data(), n, q.data(), &pool);
-    MatMul(L.wk, xn.data(), n, k.data(), &pool);
-    MatMul(L.wv, xn.data(), n, v.data(), &pool);
+    // Q, K and V (and below gate and up) read the same activations: one pass over the pool.
+    const WeightView* qkv[] = {&L.wq, &L.wk, &L.wv};
+    float* const qkv_out[] = {q.data(), k.data(), v.data()};
+    MatMulMulti(qkv, xn.data(), n, qkv_out, &pool);
     for (size_t i = 0; i < N; ++i) {
       Rope(q.data() + i * H * D, int(H), int(D), toks[i].pos, rope_);
       Rope(k.data() + i * Hkv * D, int(Hkv), int(D), toks[i].pos, rope_);
@@ -99,8 +100,9 @@ Status LlamaModel::Forward(std::span<const SeqChunk> chunks, KvCacheManager& kv,
     for (size_t i = 0; i < N; ++i) {
       RmsNorm(x.data() + i * E, L.ffn_norm.data(), int64_t(E), hp_.rms_eps, xn.data() + i * E);
     }
-    MatMul(L.w_gate, xn.data(), n, g.data(), &pool);
-    MatMul(L.w_up, xn.data(), n, u.data(), &pool);
+    const WeightView* gate_up[] = {&L.w_gate, &L.w_up};
+    float* const gate_up_out[] = {g.data(), u.data()};
+    MatMulMulti(gate_up, xn.data(), n, gate_up_out, &pool);
     SwiGlu(g.data(), u.data(), int64_t(N * F), g.data());
     MatMul(L.w_down, g.data(), n, tmp.data(), &pool);
     AddInPlace(x.data(), tmp.data(), int64_t(N * E));
