@@ -19,8 +19,32 @@
 
 namespace kvengine::kernels_test {
 
-inline constexpr GgmlType kMatMulTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
-                                            GgmlType::kQ8_0};
+inline constexpr GgmlType kMatMulTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+    GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K, GgmlType::kQ5_K,
+    GgmlType::kQ6_K};
+
+// Elements per block of `type` (1 for the float formats).
+inline int64_t BlockElements(GgmlType type) { return GetGgmlTypeTraits(type).block_size; }
+
+// Byte offsets of the f16 fields (scales, mins) within one block of a block-quantized format
+// other than Q8_0 (weight_blocks.h); empty for the others.
+inline std::vector<size_t> HalfFieldOffsets(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+      return {0};
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+      return {0, 2};
+    case GgmlType::kQ6_K:
+      return {208};
+    default:
+      return {};
+  }
+}
 
 // Normal(0, stddev) floats.
 inline std::vector<float> RandomFloats(std::mt19937& rng, size_t n, float stddev = 1.0f) {
@@ -47,7 +71,10 @@ struct TestWeights {
 
 // Random weights of `type`: float formats hold normal(0, 1) values rounded to the format (or
 // integers in [-8, 8] when `integers`); Q8_0 blocks hold a random f16 scale in [2^-8, 2^-4]
-// (1.0 when `integers`) and random codes in [-127, 127]. Rows are padded by `row_padding` bytes
+// (1.0 when `integers`) and random codes in [-127, 127]. The other block formats hold random
+// bytes with every f16 field (scale, min) set to +-[2^-8, 2^-4]; when `integers`, d = 1, mins are
+// integers in [-8, 8] and the K-quants' sub-block scales are at most 3 (Q6_K: in [-4, 4]), so
+// every element is an integer of magnitude <= 128. Rows are padded by `row_padding` bytes
 // (filled with 0xFF, which no kernel may read).
 inline TestWeights RandomWeights(std::mt19937& rng, GgmlType type, int64_t rows, int64_t cols,
                                  bool integers = false, size_t row_padding = 3) {
@@ -64,10 +91,42 @@ inline TestWeights RandomWeights(std::mt19937& rng, GgmlType type, int64_t rows,
     ADD_FAILURE() << "no test weights for " << GgmlTypeName(type);
     return w;
   }
+  const int64_t block_elements = BlockElements(type);
+  const size_t block_bytes = GetGgmlTypeTraits(type).bytes_per_block;
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_int_distribution<int> sign(0, 1);
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* row = w.bytes.data() + static_cast<size_t>(r) * (row_bytes + row_padding);
     for (int64_t c = 0; c < cols; ++c) {
       switch (*format) {
+        case WeightFormat::kQ4_0:
+        case WeightFormat::kQ4_1:
+        case WeightFormat::kQ5_0:
+        case WeightFormat::kQ5_1:
+        case WeightFormat::kQ4_K:
+        case WeightFormat::kQ5_K:
+        case WeightFormat::kQ6_K: {
+          if (c % block_elements != 0) break;  // Whole blocks at a time.
+          uint8_t* p = row + static_cast<size_t>(c / block_elements) * block_bytes;
+          for (size_t i = 0; i < block_bytes; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+          const std::vector<size_t> halves = HalfFieldOffsets(type);
+          for (size_t k = 0; k < halves.size(); ++k) {
+            float v = std::exp2(log_scale(rng)) * (sign(rng) ? -1.0f : 1.0f);
+            if (integers) v = k == 0 ? 1.0f : static_cast<float>(small_int(rng));
+            const uint16_t h = F32ToF16(v);
+            std::memcpy(p + halves[k], &h, 2);
+          }
+          if (integers && (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K)) {
+            for (size_t i = 4; i < 16; ++i) p[i] &= 0x03;  // Scales and mins <= 3.
+          }
+          if (integers && type == GgmlType::kQ6_K) {
+            std::uniform_int_distribution<int> scale(-4, 4);
+            for (size_t i = 192; i < 208; ++i) {
+              p[i] = static_cast<uint8_t>(static_cast<int8_t>(scale(rng)));
+            }
+          }
+          break;
+        }
         case WeightFormat::kF32: {
           const float v = value();
           std::memcpy(row + 4 * c, &v, 4);
@@ -99,11 +158,19 @@ inline TestWeights RandomWeights(std::mt19937& rng, GgmlType type, int64_t rows,
   return w;
 }
 
-// Column sizes to test: odd sizes around the vector widths, and a large one. Q8_0 needs whole
-// blocks of 32.
+// Column sizes to test: odd sizes around the vector widths, and a large one. Block formats need
+// whole blocks (32, or 256 for the K-quants).
 inline std::vector<int64_t> ColsFor(GgmlType type) {
-  if (type == GgmlType::kQ8_0) return {32, 64, 96, 4096};
+  const int64_t block = BlockElements(type);
+  if (block == 32) return {32, 64, 96, 4096};
+  if (block == 256) return {256, 512, 768, 4096};
   return {1, 3, 31, 33, 64, 4096};
+}
+
+// A small row length (about 100 columns) of whole blocks of `type`.
+inline int64_t SmallCols(GgmlType type) {
+  const int64_t block = BlockElements(type);
+  return block == 1 ? 100 : (100 + block - 1) / block * block;
 }
 
 // Bit-identical floats (NaN matches any NaN).

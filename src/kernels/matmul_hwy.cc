@@ -8,8 +8,10 @@
 //
 // Batch invariance (matmul.h): each dot product owns one vector accumulator, updated by
 //   acc = MulAdd(w[c .. c + L), x[c .. c + L), acc)   for c = 0, L, 2L, ... (L = lanes),
-// then by one zero-padded partial vector when cols % L != 0 (float formats; Q8_0 rows are whole
-// blocks of 32, a multiple of every L), and is reduced by SumOfLanes. That sequence is the same in
+// then by one zero-padded partial vector when cols % L != 0 (float formats; quantized rows are
+// whole blocks of 32 or 256, a multiple of every L), and is reduced by SumOfLanes. Block formats
+// other than Q8_0 are first decoded, one block of each row at a time, into a small float buffer,
+// exactly (bit-identical to DequantizeRow); activations are never quantized. That sequence is the same in
 // every tile shape, so which tile (or thread) computed a dot product cannot change its bits. Rows
 // past the end of a tile are computed on a copy of the last row pointer and discarded.
 #undef HWY_TARGET_INCLUDE
@@ -25,11 +27,8 @@
 #include "hwy/highway.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/weight_view.h"
+#include "kernels/dequant_simd-inl.h"
 #include "quant/codec_simd-inl.h"
-
-#if HWY_ARCH_X86
-#include <immintrin.h>  // _cvtsh_ss (F16C) for Q8_0 scales.
-#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace kvengine::HWY_NAMESPACE {
@@ -50,33 +49,6 @@ constexpr size_t kActivationBlockBytes = 256 * 1024;
 constexpr size_t kMaxTokenBlock = 256;
 // Software prefetch distance along each weight row (a prefetch past the row's end is harmless).
 constexpr size_t kPrefetchBytes = 1024;
-
-#if !KVENGINE_QUANT_HAVE_F16C
-// f16 bits -> float, exactly as F16ToF32 (half.h), inline for the per-block Q8_0 scales.
-HWY_INLINE float HalfBitsToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t a = h & 0x7FFFu;
-  if (HWY_UNLIKELY(a >= 0x7C00u)) {  // inf, or NaN made quiet with its payload kept.
-    const uint32_t quiet = a > 0x7C00u ? 0x400000u : 0u;
-    return std::bit_cast<float>(sign | 0x7F800000u | quiet | ((a & 0x3FFu) << 13));
-  }
-  if (HWY_LIKELY(a >= 0x0400u)) return std::bit_cast<float>(sign | ((a << 13) + (112u << 23)));
-  const float sub = static_cast<float>(a) * 0x1p-24f;  // Subnormal or zero: exact.
-  return sign != 0 ? -sub : sub;
-}
-#endif
-
-// The f16 at p as a float. F16C's vcvtph2ps gives the same bits as F16ToF32 for every input (NaN
-// included, see half.h) in one instruction.
-HWY_INLINE float LoadHalf(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-#if KVENGINE_QUANT_HAVE_F16C
-  return _cvtsh_ss(h);
-#else
-  return HalfBitsToFloat(h);
-#endif
-}
 
 // ------------------------------ element decoders of the float formats: L elements at p.
 
@@ -175,6 +147,44 @@ struct Q8Tile {
   }
 };
 
+// The block-quantized formats (B: a decoder of dequant_simd-inl.h): each block of each row is
+// decoded exactly into `decoded`, then multiplied in as a float row would be. The accumulation
+// sequence is that of FloatTile (one MulAdd per L columns, in column order; blocks are multiples
+// of every L), so the tile shape cannot change a result's bits.
+template <class B>
+struct BlockTile {
+  static_assert(B::kElements % kMaxLanes == 0, "a vector must not straddle two blocks");
+  template <size_t R, size_t T>
+  static void Run(const uint8_t* const* rows, const float* const* xs, size_t cols,
+                  float (&out)[R][T]) {
+    const DF df;
+    const size_t lanes = hn::Lanes(df);
+    VF acc[R][T];
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
+    }
+    HWY_ALIGN float decoded[R][B::kElements];  // Row r's current block, decoded.
+    for (size_t b = 0; b < cols / B::kElements; ++b) {
+      for (size_t r = 0; r < R; ++r) {
+        if constexpr (R > 1) hwy::Prefetch(rows[r] + b * B::kBytes + kPrefetchBytes);
+        B::Decode(rows[r] + b * B::kBytes, decoded[r]);
+      }
+      const size_t c0 = b * B::kElements;
+      for (size_t j = 0; j < B::kElements; j += lanes) {
+        VF xv[T];
+        for (size_t t = 0; t < T; ++t) xv[t] = hn::LoadU(df, xs[t] + c0 + j);
+        for (size_t r = 0; r < R; ++r) {
+          const VF wv = hn::Load(df, decoded[r] + j);
+          for (size_t t = 0; t < T; ++t) acc[r][t] = hn::MulAdd(wv, xv[t], acc[r][t]);
+        }
+      }
+    }
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t t = 0; t < T; ++t) out[r][t] = hn::GetLane(hn::SumOfLanes(df, acc[r][t]));
+    }
+  }
+};
+
 // ------------------------------ the loop over token blocks, row tiles and token tiles.
 
 // Tokens [t, t + T) against the row tile at `rows` (R pointers, the last `valid_rows` of which
@@ -260,6 +270,20 @@ void MatMulRowsT(const WeightView& w, const float* x, int64_t n_tokens, int64_t 
     case WeightFormat::kQ8_0:
       KV_DCHECK(w.cols % kQ8_0BlockElements == 0);
       return MatMulLoop<Q8Tile>(w, x, n_tokens, row_begin, row_end, y);
+    case WeightFormat::kQ4_0:
+      return MatMulLoop<BlockTile<Q4_0Block>>(w, x, n_tokens, row_begin, row_end, y);
+    case WeightFormat::kQ4_1:
+      return MatMulLoop<BlockTile<Q4_1Block>>(w, x, n_tokens, row_begin, row_end, y);
+    case WeightFormat::kQ5_0:
+      return MatMulLoop<BlockTile<Q5_0Block>>(w, x, n_tokens, row_begin, row_end, y);
+    case WeightFormat::kQ5_1:
+      return MatMulLoop<BlockTile<Q5_1Block>>(w, x, n_tokens, row_begin, row_end, y);
+    case WeightFormat::kQ4_K:
+      return MatMulLoop<BlockTile<Q4_KBlock>>(w, x, n_tokens, row_begin, row_end, y);
+    case WeightFormat::kQ5_K:
+      return MatMulLoop<BlockTile<Q5_KBlock>>(w, x, n_tokens, row_begin, row_end, y);
+    case WeightFormat::kQ6_K:
+      return MatMulLoop<BlockTile<Q6_KBlock>>(w, x, n_tokens, row_begin, row_end, y);
   }
 }
 
@@ -277,6 +301,12 @@ void DecodeFloats(const uint8_t* src, size_t n, float* dst) {
   std::memcpy(enc, src + i * W::kBytes, (n - i) * W::kBytes);
   hn::Store(W::Decode(enc), df, dec);
   std::memcpy(dst + i, dec, (n - i) * sizeof(float));
+}
+
+template <class B>
+void DecodeBlocks(GgmlType type, const uint8_t* src, size_t n, float* dst) {
+  KV_CHECK(n % B::kElements == 0) << GgmlTypeName(type) << " row of " << n << " elements";
+  for (size_t b = 0; b < n / B::kElements; ++b) B::Decode(src + b * B::kBytes, dst + b * B::kElements);
 }
 
 void DequantizeRowT(GgmlType type, const uint8_t* src, int64_t n_signed, float* dst) {
@@ -305,6 +335,20 @@ void DequantizeRowT(GgmlType type, const uint8_t* src, int64_t n_signed, float* 
       }
       return;
     }
+    case WeightFormat::kQ4_0:
+      return DecodeBlocks<Q4_0Block>(type, src, n, dst);
+    case WeightFormat::kQ4_1:
+      return DecodeBlocks<Q4_1Block>(type, src, n, dst);
+    case WeightFormat::kQ5_0:
+      return DecodeBlocks<Q5_0Block>(type, src, n, dst);
+    case WeightFormat::kQ5_1:
+      return DecodeBlocks<Q5_1Block>(type, src, n, dst);
+    case WeightFormat::kQ4_K:
+      return DecodeBlocks<Q4_KBlock>(type, src, n, dst);
+    case WeightFormat::kQ5_K:
+      return DecodeBlocks<Q5_KBlock>(type, src, n, dst);
+    case WeightFormat::kQ6_K:
+      return DecodeBlocks<Q6_KBlock>(type, src, n, dst);
   }
 }
 

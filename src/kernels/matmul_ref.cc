@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/dequant_ref.h"
 #include "kernels/kernel_ref.h"
 #include "quant/half.h"
 
@@ -41,6 +42,18 @@ void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst) {
         }
       }
       return;
+    case WeightFormat::kQ4_0:
+    case WeightFormat::kQ4_1:
+    case WeightFormat::kQ5_0:
+    case WeightFormat::kQ5_1:
+    case WeightFormat::kQ4_K:
+    case WeightFormat::kQ5_K:
+    case WeightFormat::kQ6_K: {
+      const int64_t block = GetGgmlTypeTraits(type).block_size;
+      KV_CHECK(n % block == 0) << GgmlTypeName(type) << " row of " << n << " elements";
+      DequantizeBlocks(*format, src, n / block, dst);
+      return;
+    }
   }
 }
 

@@ -88,7 +88,7 @@ TEST(MatMulTest, EveryTargetExactOnIntegerInputs) {
   const KernelTable& ref = ReferenceKernelTable();
   for (GgmlType type : kMatMulTypes) {
     for (int64_t cols : ColsFor(type)) {
-      // |sum| <= cols * 8 * 127 < 2^24 for cols <= 4096 (Q8_0 codes go to 127, floats to 8).
+      // |sum| <= cols * 8 * 128 < 2^24 for cols <= 4096 (integer weights stay within 128).
       const TestWeights w = RandomWeights(rng, type, 6, cols, /*integers=*/true);
       const int64_t n_tokens = 5;
       const std::vector<float> x = RandomInts(rng, static_cast<size_t>(n_tokens * cols), 8);
@@ -133,8 +133,8 @@ TEST(MatMulTest, BatchInvariantOnEveryTarget) {
       // (the one-row-at-a-time decode tiles), a small one (7 tokens, tails in every tile) and a
       // wide one whose 40 tokens span several token blocks (a 4096-column block holds 16 tokens).
       for (const auto& [cols, n_tokens] :
-           {std::pair<int64_t, int64_t>{type == GgmlType::kQ8_0 ? 96 : 100, 3},
-            std::pair<int64_t, int64_t>{type == GgmlType::kQ8_0 ? 96 : 100, 7},
+           {std::pair<int64_t, int64_t>{kernels_test::SmallCols(type), 3},
+            std::pair<int64_t, int64_t>{kernels_test::SmallCols(type), 7},
             std::pair<int64_t, int64_t>{4096, 40}}) {
         SCOPED_TRACE(testing::Message() << target << " " << GgmlTypeName(type) << " cols=" << cols
                                         << " tokens=" << n_tokens);
@@ -224,10 +224,14 @@ TEST(DequantizeRowTest, EveryTargetBitIdenticalToReference) {
       std::vector<uint8_t> src(bytes);
       // Arbitrary bits for the float formats: NaNs, infinities and subnormals included.
       for (uint8_t& b : src) b = static_cast<uint8_t>(byte(rng));
-      if (type == GgmlType::kQ8_0) {  // Scales: finite f16 values of both signs, tiny and large.
-        for (size_t off = 0; off < bytes; off += kQ8_0BlockBytes) {
+      // Block scales and mins: finite f16 values of both signs, tiny and large.
+      std::vector<size_t> halves = kernels_test::HalfFieldOffsets(type);
+      if (type == GgmlType::kQ8_0) halves = {0};
+      const size_t block_bytes = GetGgmlTypeTraits(type).bytes_per_block;
+      for (size_t off = 0; !halves.empty() && off < bytes; off += block_bytes) {
+        for (size_t h : halves) {
           const uint16_t d = static_cast<uint16_t>(byte(rng) << 8 | byte(rng)) & 0xFBFF;
-          std::memcpy(&src[off], &d, 2);
+          std::memcpy(&src[off + h], &d, 2);
         }
       }
       std::vector<float> want(static_cast<size_t>(n));
@@ -248,8 +252,8 @@ TEST(DequantizeRowTest, EveryTargetBitIdenticalToReference) {
 
 TEST(MatMulTypeTest, SupportedTypesAndClearErrors) {
   for (GgmlType type : kMatMulTypes) EXPECT_TRUE(CheckMatMulType(type).ok()) << GgmlTypeName(type);
-  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ4_0, GgmlType::kF64, GgmlType::kI8,
-                        GgmlType::kIQ2_XXS, GgmlType::kMXFP4}) {
+  for (GgmlType type : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kF64, GgmlType::kI8,
+                        GgmlType::kIQ2_XXS, GgmlType::kMXFP4, GgmlType::kQ8_K}) {
     const Status s = CheckMatMulType(type);
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
@@ -266,16 +270,32 @@ TEST(MatMulTypeTest, CheckWeightViewRejectsBadShapes) {
   EXPECT_FALSE(CheckWeightView({GgmlType::kQ8_0, 2, 64, bytes.data(), 67}).ok());  // Short row.
   EXPECT_FALSE(CheckWeightView({GgmlType::kF16, 0, 64, bytes.data(), 128}).ok());
   EXPECT_FALSE(CheckWeightView({GgmlType::kF16, 2, 64, nullptr, 128}).ok());
-  const Status s = CheckWeightView({GgmlType::kQ6_K, 2, 256, bytes.data(), 210});
-  EXPECT_NE(s.message().find("q6_K"), std::string::npos) << s.message();
+  const Status s = CheckWeightView({GgmlType::kQ3_K, 2, 256, bytes.data(), 110});
+  EXPECT_NE(s.message().find("q3_K"), std::string::npos) << s.message();
+  // Every block format: whole blocks pass; a row of 896 (not a multiple of 256) is refused for
+  // the K-quants with an error naming the shape and the type.
+  for (GgmlType type : kMatMulTypes) {
+    const int64_t block = kernels_test::BlockElements(type);
+    const size_t row = static_cast<size_t>(*GgmlRowBytes(type, static_cast<uint64_t>(block)));
+    EXPECT_TRUE(CheckWeightView({type, 2, block, bytes.data(), row}).ok()) << GgmlTypeName(type);
+  }
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+    std::vector<uint8_t> big(4096);
+    const Status bad = CheckWeightView({type, 2, 896, big.data(), 2000});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.message().find("2 x 896"), std::string::npos) << bad.message();
+    EXPECT_NE(bad.message().find(GgmlTypeName(type)), std::string::npos) << bad.message();
+  }
+  const Status odd = CheckWeightView({GgmlType::kQ4_0, 2, 48, bytes.data(), 100});
+  EXPECT_NE(odd.message().find("q4_0"), std::string::npos) << odd.message();
 }
 
 TEST(MatMulTypeDeathTest, UnsupportedTypeIsACheckFailure) {
   std::vector<uint8_t> bytes(1024);
   std::vector<float> x(256);
   std::vector<float> y(2);
-  const WeightView w{GgmlType::kQ4_K, 2, 256, bytes.data(), 144};
-  EXPECT_DEATH(MatMul(w, x.data(), 1, y.data(), nullptr), "q4_K");
+  const WeightView w{GgmlType::kQ3_K, 2, 256, bytes.data(), 110};
+  EXPECT_DEATH(MatMul(w, x.data(), 1, y.data(), nullptr), "q3_K");
 }
 
 }  // namespace

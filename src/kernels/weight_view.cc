@@ -14,18 +14,25 @@ std::optional<WeightFormat> WeightFormatOf(GgmlType type) {
       return WeightFormat::kBF16;
     case GgmlType::kQ8_0:
       return WeightFormat::kQ8_0;
-    // Not implemented by any kernel (yet): listed one by one so that a new GgmlType must be
-    // decided on here.
     case GgmlType::kQ4_0:
+      return WeightFormat::kQ4_0;
     case GgmlType::kQ4_1:
+      return WeightFormat::kQ4_1;
     case GgmlType::kQ5_0:
+      return WeightFormat::kQ5_0;
     case GgmlType::kQ5_1:
+      return WeightFormat::kQ5_1;
+    case GgmlType::kQ4_K:
+      return WeightFormat::kQ4_K;
+    case GgmlType::kQ5_K:
+      return WeightFormat::kQ5_K;
+    case GgmlType::kQ6_K:
+      return WeightFormat::kQ6_K;
+    // Not implemented by any kernel (yet): listed one by one so that a new GgmlType must be
+    // decided on here. (Q8_1 and Q8_K are ggml's activation formats; files do not store them.)
     case GgmlType::kQ8_1:
     case GgmlType::kQ2_K:
     case GgmlType::kQ3_K:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
     case GgmlType::kQ8_K:
     case GgmlType::kIQ2_XXS:
     case GgmlType::kIQ2_XS:
@@ -52,12 +59,15 @@ std::optional<WeightFormat> WeightFormatOf(GgmlType type) {
 Status CheckMatMulType(GgmlType type) {
   if (WeightFormatOf(type).has_value()) return Status::Ok();
   return InvalidArgument(std::string("weight type ") + GgmlTypeName(type) +
-                         " is not supported by the CPU kernels (supported: f32, f16, bf16, q8_0)");
+                         " is not supported by the CPU kernels (supported: f32, f16, bf16, q8_0, q4_0, "
+                         "q4_1, q5_0, q5_1, q4_K, q5_K, q6_K)");
 }
 
 Status CheckWeightView(const WeightView& w) {
   KV_RETURN_IF_ERROR(CheckMatMulType(w.type));
-  const std::string shape = std::to_string(w.rows) + " x " + std::to_string(w.cols);
+  // E.g. "weight 4096 x 896 (q4_K)": the shape and type every error below names.
+  const std::string shape = std::to_string(w.rows) + " x " + std::to_string(w.cols) + " (" +
+                            GgmlTypeName(w.type) + ")";
   if (w.rows < 1 || w.cols < 1) return InvalidArgument("weight shape " + shape + " is empty");
   const Result<uint64_t> row_bytes = GgmlRowBytes(w.type, static_cast<uint64_t>(w.cols));
   if (!row_bytes.ok()) {

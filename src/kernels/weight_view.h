@@ -7,7 +7,9 @@
 //   F16   cols x binary16                      (half.h)
 //   BF16  cols x bfloat16                      (half.h)
 //   Q8_0  cols / 32 blocks of 34 bytes: f16 scale d, then 32 x int8 q; element = d * q.
-//         cols must be a multiple of 32.
+//   Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32) and Q4_K, Q5_K, Q6_K (super-blocks of 256): the block
+//         layouts and decoding rules are in weight_blocks.h.
+//   cols must be a whole number of the format's blocks (32, or 256 for the K-quants).
 // Multi-byte values are little-endian; no alignment is required of `data` or `row_bytes`.
 #pragma once
 
@@ -31,7 +33,7 @@ struct WeightView {
 
 // The weight formats the kernels implement. Adding one means adding it here, to WeightFormatOf
 // and to each kernel's exhaustive switch (matmul_ref.cc, matmul_hwy.cc).
-enum class WeightFormat { kF32, kF16, kBF16, kQ8_0 };
+enum class WeightFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
 
 inline constexpr int64_t kQ8_0BlockElements = 32;  // QK8_0.
 inline constexpr size_t kQ8_0BlockBytes = 34;      // f16 d + 32 x int8.
@@ -39,8 +41,8 @@ inline constexpr size_t kQ8_0BlockBytes = 34;      // f16 d + 32 x int8.
 // The kernel format of a ggml type, or nullopt when no kernel supports it.
 std::optional<WeightFormat> WeightFormatOf(GgmlType type);
 
-// OK for F32, F16, BF16 and Q8_0; otherwise an InvalidArgument error naming the type, e.g.
-// "weight type q4_K is not supported by the CPU kernels (supported: f32, f16, bf16, q8_0)".
+// OK for the types of WeightFormat; otherwise an InvalidArgument error naming the type, e.g.
+// "weight type iq2_xxs is not supported by the CPU kernels (supported: f32, f16, bf16, q8_0, ...)".
 Status CheckMatMulType(GgmlType type);
 
 // CheckMatMulType plus the shape: rows, cols >= 1, cols a whole number of blocks, row_bytes large
