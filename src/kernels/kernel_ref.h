@@ -7,17 +7,26 @@
 // then an add, exactly as written.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/weight_view.h"
 
 namespace kvengine::kernels_ref {
 
-// For each row r in [row_begin, row_end): decodes the row, then for each token t sums
-// w[r][c] * x[t][c] in float, c = 0, 1, ... in order.
+// F32 / F16 / BF16: for each row r in [row_begin, row_end): decodes the row, then for each
+// token t sums w[r][c] * x[t][c] in float, c = 0, 1, ... in order. Block-quantized formats:
+// quantizes each token's activations and takes QuantDot (quant_dot.h).
 void MatMulRows(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y);
 void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst);
+// One row of a block-quantized `format` (cols elements) with one quantized activation row
+// (quant_dot.h: its layout, and the exact definition this computes). MatMulRows uses it for
+// every format with an ActivationFormatOf.
+float QuantDot(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t cols);
+// y[t * y_stride] = QuantDot(format, row, xq + t * xq_stride, cols) for t < n_tokens.
+void QuantDotTokens(WeightFormat format, const uint8_t* row, int64_t cols, const uint8_t* xq,
+                    size_t xq_stride, int64_t n_tokens, float* y, int64_t y_stride);
 
 // Sum of squares in double; scale = 1 / sqrt(float(sum / n) + eps) in float; out = x * scale * w.
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);

@@ -59,6 +59,7 @@ void kernels_internal::FillReferenceKernels(KernelTable* table) {
   table->hwy_target = 0;
   table->matmul_rows = &kernels_ref::MatMulRows;
   table->dequantize_row = &kernels_ref::DequantizeRow;
+  table->quant_dot = &kernels_ref::QuantDotTokens;
   table->rms_norm = &kernels_ref::RmsNorm;
   table->softmax = &kernels_ref::Softmax;
   table->swiglu = &kernels_ref::SwiGlu;

@@ -32,6 +32,11 @@ struct KernelTable {
   // Requires IsMatMulFormat(w.type). Never reads outside those rows of w.
   void (*matmul_rows)(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                       int64_t row_end, float* y) = nullptr;
+  // Block-quantized formats: one weight row with n_tokens quantized activation rows
+  // (quant_dot.h), y[t * y_stride] equal to kernels_ref::QuantDot bit for bit. MatMul quantizes
+  // each token once per call and calls this per row; matmul_rows does the same for those formats.
+  void (*quant_dot)(WeightFormat format, const uint8_t* row, int64_t cols, const uint8_t* xq,
+                    size_t xq_stride, int64_t n_tokens, float* y, int64_t y_stride) = nullptr;
   // DequantizeRow (matmul.h).
   void (*dequantize_row)(GgmlType type, const uint8_t* src, int64_t n, float* dst) = nullptr;
   // vector_ops.h.

@@ -22,7 +22,8 @@
 namespace kvengine {
 namespace {
 
-constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0};
+constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
+                               GgmlType::kQ4_K};
 constexpr int64_t kRows = 2048;
 constexpr int64_t kCols = 2048;
 // Weights are cycled through copies totalling at least this many bytes, far beyond any last-level
@@ -51,6 +52,11 @@ std::vector<uint8_t> RandomWeightBytes(GgmlType type, size_t row_bytes, std::mt1
       if (type == GgmlType::kQ8_0 && c % 32 == 0) {
         const uint16_t d = F32ToF16(0.001f);
         std::memcpy(row + (c / 32) * 34, &d, 2);
+      }
+      if (type == GgmlType::kQ4_K && c % 256 == 0) {  // d and dmin of the super-block.
+        const uint16_t d = F32ToF16(0.001f);
+        std::memcpy(row + (c / 256) * 144, &d, 2);
+        std::memcpy(row + (c / 256) * 144 + 2, &d, 2);
       }
     }
   }
@@ -85,7 +91,7 @@ void BM_MatMul(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMul)
     ->ArgNames({"type", "tokens", "threads"})
-    ->ArgsProduct({{0, 1, 2, 3}, {1, 8}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 8}, {1, 2}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -3,9 +3,12 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/kernel_target.h"
+#include "kernels/quant_dot.h"
 
 namespace kvengine {
 namespace {
@@ -13,6 +16,46 @@ namespace {
 // Output rows per unit of ParallelFor work: a multiple of every target's row tile (4), so tiles
 // are never split between threads, and large enough that a unit amortizes its setup.
 constexpr int64_t kRowsPerUnit = 16;
+
+// The activations of one call, quantized once per activation format that its weights need
+// (quant_dot.h), before the rows are split over threads. Each token's row depends only on that
+// token's f32 activations, so batching cannot change it.
+class QuantizedActivations {
+ public:
+  QuantizedActivations(const float* x, int64_t n_tokens, int64_t cols)
+      : x_(x), n_tokens_(n_tokens), cols_(cols) {}
+
+  // Quantizes for `format`'s activation format unless done already; no-op for float formats.
+  void Prepare(WeightFormat format) {
+    const std::optional<ActivationFormat> af = ActivationFormatOf(format);
+    if (!af.has_value()) return;
+    std::vector<uint8_t>& buf = rows_[static_cast<size_t>(*af)];
+    if (!buf.empty()) return;
+    const size_t stride = ActivationRowBytes(*af, cols_);
+    buf.resize(stride * static_cast<size_t>(n_tokens_));  // n_tokens rows of `stride` bytes.
+    for (int64_t t = 0; t < n_tokens_; ++t) {
+      QuantizeActivations(*af, x_ + t * cols_, cols_, buf.data() + static_cast<size_t>(t) * stride);
+    }
+  }
+
+  // Rows [row_begin, row_end) of w for every token: the quantized path when w's format has one
+  // (Prepare must have run), else the kernel's f32 matmul_rows.
+  void Rows(const KernelTable& k, const WeightView& w, int64_t row_begin, int64_t row_end,
+            float* y) const {
+    const std::optional<ActivationFormat> af = ActivationFormatOf(*WeightFormatOf(w.type));
+    if (!af.has_value()) return k.matmul_rows(w, x_, n_tokens_, row_begin, row_end, y);
+    const std::vector<uint8_t>& buf = rows_[static_cast<size_t>(*af)];
+    KV_DCHECK(!buf.empty());
+    kernels_internal::QuantMatMulRows(k.quant_dot, w, buf.data(), ActivationRowBytes(*af, cols_),
+                                      n_tokens_, row_begin, row_end, y);
+  }
+
+ private:
+  const float* x_;
+  int64_t n_tokens_;
+  int64_t cols_;
+  std::vector<uint8_t> rows_[3];  // Indexed by ActivationFormat.
+};
 
 }  // namespace
 
@@ -24,10 +67,11 @@ void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
   KV_DCHECK(CheckWeightView(w).ok());
   if (n_tokens == 0) return;
   const KernelTable& k = ActiveKernelTable();
+  QuantizedActivations xq(x, n_tokens, w.cols);
+  xq.Prepare(*WeightFormatOf(w.type));
   const int64_t units = (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
   const auto run = [&](int64_t unit_begin, int64_t unit_end) {
-    k.matmul_rows(w, x, n_tokens, unit_begin * kRowsPerUnit,
-                  std::min(w.rows, unit_end * kRowsPerUnit), y);
+    xq.Rows(k, w, unit_begin * kRowsPerUnit, std::min(w.rows, unit_end * kRowsPerUnit), y);
   };
   if (pool == nullptr || units == 1) {
     run(0, units);
@@ -54,14 +98,16 @@ void MatMulMulti(std::span<const WeightView* const> ws, const float* x, int64_t 
     first_unit[i + 1] = first_unit[i] + (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
   }
   const KernelTable& k = ActiveKernelTable();
+  QuantizedActivations xq(x, n_tokens, ws[0]->cols);
+  for (const WeightView* w : ws) xq.Prepare(*WeightFormatOf(w->type));
   const auto run = [&](int64_t unit_begin, int64_t unit_end) {
     for (size_t i = 0; i < ws.size(); ++i) {
       const int64_t b = std::max(unit_begin, first_unit[i]);
       const int64_t e = std::min(unit_end, first_unit[i + 1]);
       if (b >= e) continue;
       const WeightView& w = *ws[i];
-      k.matmul_rows(w, x, n_tokens, (b - first_unit[i]) * kRowsPerUnit,
-                    std::min(w.rows, (e - first_unit[i]) * kRowsPerUnit), ys[i]);
+      xq.Rows(k, w, (b - first_unit[i]) * kRowsPerUnit,
+              std::min(w.rows, (e - first_unit[i]) * kRowsPerUnit), ys[i]);
     }
   };
   const int64_t units = first_unit[ws.size()];

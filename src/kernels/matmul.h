@@ -5,8 +5,10 @@
 // y[t * rows + r] is a function of weight row r and token t's activations only, bit for bit on a
 // given kernel target. It does not depend on n_tokens, on the other tokens in the batch, on how a
 // ThreadPool splits the rows, or on which tile shape computed it. Every dot product therefore has
-// one fixed reduction order; threads split the work by output rows only; weights are decoded
-// exactly (Q8_0 values d * q are exact in f32) and activations are never quantized.
+// one fixed reduction order; threads split the work by output rows only. Float weights (F32,
+// F16, BF16) multiply the f32 activations; block-quantized weights (Q8_0, Q4_0 ... Q6_K) multiply
+// each token's activations quantized once per call to 8-bit blocks, as llama.cpp does
+// (quant_dot.h) — a function of that token alone.
 #pragma once
 
 #include <cstdint>

@@ -8,12 +8,14 @@
 //
 // Batch invariance (matmul.h): each dot product owns one vector accumulator, updated by
 //   acc = MulAdd(w[c .. c + L), x[c .. c + L), acc)   for c = 0, L, 2L, ... (L = lanes),
-// then by one zero-padded partial vector when cols % L != 0 (float formats; quantized rows are
-// whole blocks of 32 or 256, a multiple of every L), and is reduced by SumOfLanes. Block formats
-// other than Q8_0 are first decoded, one block of each row at a time, into a small float buffer,
-// exactly (bit-identical to DequantizeRow); activations are never quantized. That sequence is the same in
-// every tile shape, so which tile (or thread) computed a dot product cannot change its bits. Rows
-// past the end of a tile are computed on a copy of the last row pointer and discarded.
+// then by one zero-padded partial vector when cols % L != 0, and is reduced by SumOfLanes. That
+// sequence is the same in every tile shape, so which tile (or thread) computed a dot product
+// cannot change its bits. Rows past the end of a tile are computed on a copy of the last row
+// pointer and discarded. These tiles serve the float formats (F32, F16, BF16).
+//
+// The block-quantized formats (Q8_0, Q4_0 ... Q6_K) multiply quantized activations instead, as
+// llama.cpp does (quant_dot.h): integer products per block, each (row, token) result a function
+// of that row and that token's activations only, whatever the batch.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/matmul_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -25,7 +27,10 @@
 #include "base/check.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/kernel_ref.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/quant_dot.h"
+#include "kernels/quant_dot_x86.h"
 #include "kernels/weight_view.h"
 #include "kernels/dequant_simd-inl.h"
 #include "quant/codec_simd-inl.h"
@@ -113,78 +118,6 @@ struct FloatTile {
   }
 };
 
-struct Q8Tile {
-  template <size_t R, size_t T>
-  static void Run(const uint8_t* const* rows, const float* const* xs, size_t cols,
-                  float (&out)[R][T]) {
-    const DF df;
-    const size_t lanes = hn::Lanes(df);
-    constexpr size_t kBlock = static_cast<size_t>(kQ8_0BlockElements);
-    VF acc[R][T];
-    for (size_t r = 0; r < R; ++r) {
-      for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
-    }
-    for (size_t b = 0; b < cols / kBlock; ++b) {
-      VF scale[R];
-      const uint8_t* codes[R];
-      for (size_t r = 0; r < R; ++r) {
-        const uint8_t* block = rows[r] + b * kQ8_0BlockBytes;
-        scale[r] = hn::Set(df, LoadHalf(block));
-        codes[r] = block + 2;
-      }
-      for (size_t j = 0; j < kBlock; j += lanes) {
-        VF xv[T];
-        for (size_t t = 0; t < T; ++t) xv[t] = hn::LoadU(df, xs[t] + b * kBlock + j);
-        for (size_t r = 0; r < R; ++r) {
-          const VF wv = DecodeQ8(codes[r] + j, scale[r]);
-          for (size_t t = 0; t < T; ++t) acc[r][t] = hn::MulAdd(wv, xv[t], acc[r][t]);
-        }
-      }
-    }
-    for (size_t r = 0; r < R; ++r) {
-      for (size_t t = 0; t < T; ++t) out[r][t] = hn::GetLane(hn::SumOfLanes(df, acc[r][t]));
-    }
-  }
-};
-
-// The block-quantized formats (B: a decoder of dequant_simd-inl.h): each block of each row is
-// decoded exactly into `decoded`, then multiplied in as a float row would be. The accumulation
-// sequence is that of FloatTile (one MulAdd per L columns, in column order; blocks are multiples
-// of every L), so the tile shape cannot change a result's bits.
-template <class B>
-struct BlockTile {
-  static_assert(B::kElements % kMaxLanes == 0, "a vector must not straddle two blocks");
-  template <size_t R, size_t T>
-  static void Run(const uint8_t* const* rows, const float* const* xs, size_t cols,
-                  float (&out)[R][T]) {
-    const DF df;
-    const size_t lanes = hn::Lanes(df);
-    VF acc[R][T];
-    for (size_t r = 0; r < R; ++r) {
-      for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
-    }
-    HWY_ALIGN float decoded[R][B::kElements];  // Row r's current block, decoded.
-    for (size_t b = 0; b < cols / B::kElements; ++b) {
-      for (size_t r = 0; r < R; ++r) {
-        if constexpr (R > 1) hwy::Prefetch(rows[r] + b * B::kBytes + kPrefetchBytes);
-        B::Decode(rows[r] + b * B::kBytes, decoded[r]);
-      }
-      const size_t c0 = b * B::kElements;
-      for (size_t j = 0; j < B::kElements; j += lanes) {
-        VF xv[T];
-        for (size_t t = 0; t < T; ++t) xv[t] = hn::LoadU(df, xs[t] + c0 + j);
-        for (size_t r = 0; r < R; ++r) {
-          const VF wv = hn::Load(df, decoded[r] + j);
-          for (size_t t = 0; t < T; ++t) acc[r][t] = hn::MulAdd(wv, xv[t], acc[r][t]);
-        }
-      }
-    }
-    for (size_t r = 0; r < R; ++r) {
-      for (size_t t = 0; t < T; ++t) out[r][t] = hn::GetLane(hn::SumOfLanes(df, acc[r][t]));
-    }
-  }
-};
-
 // ------------------------------ the loop over token blocks, row tiles and token tiles.
 
 // Tokens [t, t + T) against the row tile at `rows` (R pointers, the last `valid_rows` of which
@@ -256,6 +189,18 @@ void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
   }
 }
 
+// The quantized dot products of this target (quant_dot.h): the x86 kernels where the target has
+// AVX2 (the VNNI build under AVX3 when the CPU has VNNI), else the scalar reference. All of them
+// give the reference's bits, so the choice only changes speed.
+kernels_internal::QuantDotTokensFn QuantDotForTarget() {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  static const kernels_internal::QuantDotTokensFn x86 =
+      kernels_internal::X86QuantDot(/*allow_vnni=*/HWY_TARGET <= HWY_AVX3);
+  if (x86 != nullptr) return x86;
+#endif
+  return &kernels_ref::QuantDotTokens;
+}
+
 void MatMulRowsT(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                  int64_t row_end, float* y) {
   const std::optional<WeightFormat> format = WeightFormatOf(w.type);
@@ -268,22 +213,15 @@ void MatMulRowsT(const WeightView& w, const float* x, int64_t n_tokens, int64_t 
     case WeightFormat::kBF16:
       return MatMulLoop<FloatTile<Bf16Weights>>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ8_0:
-      KV_DCHECK(w.cols % kQ8_0BlockElements == 0);
-      return MatMulLoop<Q8Tile>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ4_0:
-      return MatMulLoop<BlockTile<Q4_0Block>>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ4_1:
-      return MatMulLoop<BlockTile<Q4_1Block>>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ5_0:
-      return MatMulLoop<BlockTile<Q5_0Block>>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ5_1:
-      return MatMulLoop<BlockTile<Q5_1Block>>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ4_K:
-      return MatMulLoop<BlockTile<Q4_KBlock>>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ5_K:
-      return MatMulLoop<BlockTile<Q5_KBlock>>(w, x, n_tokens, row_begin, row_end, y);
     case WeightFormat::kQ6_K:
-      return MatMulLoop<BlockTile<Q6_KBlock>>(w, x, n_tokens, row_begin, row_end, y);
+      return kernels_internal::QuantMatMulRowsFromFloat(QuantDotForTarget(), w, x, n_tokens,
+                                                        row_begin, row_end, y);
   }
 }
 
@@ -359,6 +297,7 @@ void FillMatMul(KernelTable* table) {
   table->hwy_target = HWY_TARGET;
   table->matmul_rows = &MatMulRowsT;
   table->dequantize_row = &DequantizeRowT;
+  table->quant_dot = QuantDotForTarget();
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -5,6 +5,7 @@
 #include "base/check.h"
 #include "kernels/dequant_ref.h"
 #include "kernels/kernel_ref.h"
+#include "kernels/quant_dot.h"
 #include "quant/half.h"
 
 namespace kvengine::kernels_ref {
@@ -59,6 +60,11 @@ void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst) {
 
 void MatMulRows(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y) {
+  const std::optional<WeightFormat> format = WeightFormatOf(w.type);
+  if (format.has_value() && ActivationFormatOf(*format).has_value()) {
+    return kernels_internal::QuantMatMulRowsFromFloat(&QuantDotTokens, w, x, n_tokens, row_begin,
+                                                      row_end, y);
+  }
   std::vector<float> row(static_cast<size_t>(w.cols));  // One decoded weight row.
   for (int64_t r = row_begin; r < row_end; ++r) {
     DequantizeRow(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, w.cols, row.data());

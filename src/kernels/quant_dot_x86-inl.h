@@ -1,0 +1,355 @@
+// x86 kernels of the quantized dot products (quant_dot.h), included by quant_dot_x86.cc once per
+// instruction set with KV_QD_NS (namespace), KV_QD_TARGET (a target attribute string) and
+// KV_QD_VNNI (1: AVX-512 VNNI dpbusd / dpwssd; 0: AVX2 maddubs + madd) defined. Not a header.
+//
+// Integer products: u8 x s8 pairs summed into int32 lanes. Bounds keep every step exact on both
+// paths: weight codes are at most 63 unsigned, or |code| <= 128 signed (handled as |w| and
+// sign(x, w)); activation codes lie in [-127, 127]; so a pair sum is at most 2 * 128 * 127 <
+// 2^15 and maddubs never saturates. The float steps follow quant_dot.h's definition exactly.
+
+namespace KV_QD_NS {
+
+#define KV_QD_FN __attribute__((target(KV_QD_TARGET), always_inline)) inline
+
+// Lane k (k < 8): sum over bytes 4k .. 4k + 3 of a[i] (unsigned) * b[i] (signed).
+KV_QD_FN __m256i DotU8S8(__m256i a, __m256i b) {
+#if KV_QD_VNNI
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
+#endif
+}
+
+// acc + the int16 pairs p times the int16 scales s, summed per int32 lane.
+KV_QD_FN __m256i AddScaled16(__m256i acc, __m256i p, __m256i s) {
+#if KV_QD_VNNI
+  return _mm256_dpwssd_epi32(acc, p, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+#endif
+}
+
+KV_QD_FN int32_t HorizontalSum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+KV_QD_FN uint16_t LoadU16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return h;
+}
+
+KV_QD_FN float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+// 16 bytes of nibbles -> 32 codes in element order (low nibbles, then high nibbles).
+KV_QD_FN __m256i Nibbles32(const uint8_t* qs) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m = _mm_set1_epi8(15);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// Byte j = 0x10 when bit j of qh is set, else 0 (j < 32).
+KV_QD_FN __m256i FifthBits(const uint8_t* p) {
+  uint32_t qh;
+  std::memcpy(&qh, p, sizeof(qh));
+  const __m256i idx = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101,
+                                        0x0000000000000000);
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(qh)), idx);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Int32 lanes whose total is block b's isum (quant_dot.h) for the 32-element formats.
+// Block j's 32 codes in element order: signed (Q8_0, Q4_0, Q5_0) or unsigned (Q4_1, Q5_1).
+template <WeightFormat F>
+KV_QD_FN __m256i Codes32(const uint8_t* p) {
+  if constexpr (F == WeightFormat::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+  } else if constexpr (F == WeightFormat::kQ4_0) {
+    return _mm256_sub_epi8(Nibbles32(p + 2), _mm256_set1_epi8(8));
+  } else if constexpr (F == WeightFormat::kQ5_0) {
+    const __m256i c = _mm256_or_si256(Nibbles32(p + 6), FifthBits(p + 2));
+    return _mm256_sub_epi8(c, _mm256_set1_epi8(16));
+  } else if constexpr (F == WeightFormat::kQ4_1) {
+    return Nibbles32(p + 4);
+  } else {
+    static_assert(F == WeightFormat::kQ5_1);
+    return _mm256_or_si256(Nibbles32(p + 8), FifthBits(p + 4));
+  }
+}
+
+// Lane k = total of v[k]'s lanes.
+KV_QD_FN __m256i Transpose8Sums(const __m256i* v) {
+  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                          _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), quant_dot.h's final sum.
+KV_QD_FN float ReduceLanes(__m256 acc) {
+  const __m128 a = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  const __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
+}
+
+// sum_k a[k] * b[k] over 16 int16 lanes (|a| <= 128, |b| <= 16 * 127: exact in int32).
+KV_QD_FN int32_t Dot16(__m256i a, __m256i b) { return HorizontalSum(_mm256_madd_epi16(a, b)); }
+
+// The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K / Q5_K super-block from its 12
+// packed bytes: KQuantScaleMin for every sub-block at once, in 32-bit words.
+KV_QD_FN void UnpackScaleMin(const uint8_t* packed, uint8_t* out) {
+  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
+  uint32_t w[3];
+  std::memcpy(w, packed, 12);
+  const uint32_t v[4] = {w[0] & kLow6,                                           // sc 0..3
+                         (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4),          // sc 4..7
+                         w[1] & kLow6,                                           // mn 0..3
+                         ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4)};  // mn 4..7
+  std::memcpy(out, v, 16);
+}
+
+// The f16 at p + offset of `count` (<= 8) consecutive blocks kStride bytes apart, as floats in
+// lanes 0 .. count - 1 (0 above): the same bits as Half() of each.
+template <size_t kStride>
+KV_QD_FN __m256 Halves(const uint8_t* p, size_t offset, int64_t count) {
+  alignas(16) uint16_t h[8] = {};
+  if (count == 8) {
+    __m128i v = _mm_setzero_si128();
+#define KV_QD_INSERT(k) v = _mm_insert_epi16(v, LoadU16(p + (k)*kStride + offset), k)
+    KV_QD_INSERT(0);
+    KV_QD_INSERT(1);
+    KV_QD_INSERT(2);
+    KV_QD_INSERT(3);
+    KV_QD_INSERT(4);
+    KV_QD_INSERT(5);
+    KV_QD_INSERT(6);
+    KV_QD_INSERT(7);
+#undef KV_QD_INSERT
+    return _mm256_cvtph_ps(v);
+  }
+  for (int64_t k = 0; k < count; ++k) std::memcpy(&h[k], p + k * kStride + offset, 2);
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// Tokens are taken kTokenChunk at a time; each group of 8 weight blocks (or each super-block) is
+// decoded once per chunk and multiplied with every token of it. Per token the operations are
+// those of quant_dot.h in its order, so the chunking never changes a bit.
+constexpr int64_t kTokenChunk = 8;
+
+template <WeightFormat F, size_t kBlockBytes>
+KV_QD_FN void Dot32(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t xq_stride,
+                    int64_t n_tokens, float* y, int64_t y_stride) {
+  constexpr bool kSigned =
+      F == WeightFormat::kQ8_0 || F == WeightFormat::kQ4_0 || F == WeightFormat::kQ5_0;
+  constexpr bool kHasMin = !kSigned;
+  const int64_t nb = cols / 32;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
+    const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
+    __m256 acc[kTokenChunk];
+    for (int64_t t = 0; t < nt; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t g = 0; g < nb; g += 8) {
+      const int64_t count = std::min<int64_t>(8, nb - g);
+      __m256i w[8];   // Unsigned operand: |code| (signed formats) or the code.
+      __m256i sg[8];  // Signed formats: the codes, whose signs go onto the activations.
+      const uint8_t* p0 = row + static_cast<size_t>(g) * kBlockBytes;
+      for (int64_t k = 0; k < count; ++k) {
+        const __m256i c = Codes32<F>(p0 + static_cast<size_t>(k) * kBlockBytes);
+        if constexpr (kSigned) {
+          w[k] = _mm256_sign_epi8(c, c);
+          sg[k] = c;
+        } else {
+          w[k] = c;
+        }
+      }
+      const __m256 dw = Halves<kBlockBytes>(p0, 0, count);
+      const __m256 mw = kHasMin ? Halves<kBlockBytes>(p0, 2, count) : _mm256_setzero_ps();
+      for (int64_t t = 0; t < nt; ++t) {
+        const uint8_t* x = xq + static_cast<size_t>(t0 + t) * xq_stride;
+        const auto* q = reinterpret_cast<const int8_t*>(x) + 32 * g;
+        const auto* dx = reinterpret_cast<const float*>(x + cols) + g;
+        __m256i v[8];
+        for (int64_t k = 0; k < count; ++k) {
+          __m256i yk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k));
+          if constexpr (kSigned) yk = _mm256_sign_epi8(yk, sg[k]);
+          v[k] = DotU8S8(w[k], yk);
+        }
+        for (int64_t k = count; k < 8; ++k) v[k] = _mm256_setzero_si256();
+        __m256 sx, ssum;
+        if (count == 8) {
+          sx = _mm256_loadu_ps(dx);
+          if constexpr (kHasMin) ssum = _mm256_loadu_ps(dx + nb);
+        } else {  // Blocks past the end: scale 0, so their terms are +0 (quant_dot.h).
+          alignas(32) float part[8] = {}, part_s[8] = {};
+          std::memcpy(part, dx, static_cast<size_t>(count) * sizeof(float));
+          if constexpr (kHasMin) {
+            std::memcpy(part_s, dx + nb, static_cast<size_t>(count) * sizeof(float));
+          }
+          sx = _mm256_load_ps(part);
+          ssum = _mm256_load_ps(part_s);
+        }
+        const __m256 isum = _mm256_cvtepi32_ps(Transpose8Sums(v));
+        __m256 term = _mm256_mul_ps(_mm256_mul_ps(dw, sx), isum);
+        if constexpr (kHasMin) term = _mm256_add_ps(term, _mm256_mul_ps(mw, ssum));
+        acc[t] = _mm256_add_ps(acc[t], term);
+      }
+    }
+    for (int64_t t = 0; t < nt; ++t) y[(t0 + t) * y_stride] = ReduceLanes(acc[t]);
+  }
+}
+
+// Q4_K (kQ5 false) and Q5_K.
+template <bool kQ5>
+KV_QD_FN void DotQ45K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t xq_stride,
+                      int64_t n_tokens, float* y, int64_t y_stride) {
+  constexpr size_t kBytes = kQ5 ? kQ5_KBlockBytes : kQ4_KBlockBytes;
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i x10 = _mm256_set1_epi8(0x10);
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
+    const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
+    float acc[kTokenChunk] = {};
+    for (int64_t b = 0; b < cols / 256; ++b) {
+      const uint8_t* p = row + static_cast<size_t>(b) * kBytes;
+      const uint8_t* qs = p + (kQ5 ? 48 : 16);
+      uint8_t sc_mn[16];  // Scales of sub-blocks 0..7, then their mins.
+      UnpackScaleMin(p + 4, sc_mn);
+      __m256i scale[8];
+      for (int s = 0; s < 8; ++s) scale[s] = _mm256_set1_epi16(sc_mn[s]);
+      // mins16: mn[s] in int16 lanes 2 s and 2 s + 1, against the 16 bsums (two per sub-block).
+      const __m256i mins16 = _mm256_cvtepu8_epi16(
+          _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc_mn + 8)),
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc_mn + 8))));
+      // code[s]: sub-block s's 32 codes (elements 32 s ..), in element order.
+      __m256i code[8];
+      __m256i qhv = _mm256_setzero_si256();
+      if constexpr (kQ5) qhv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+      for (int i = 0; i < 4; ++i) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * i));
+        code[2 * i] = _mm256_and_si256(bytes, m4);
+        code[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+        if constexpr (kQ5) {
+          for (int h = 0; h < 2; ++h) {
+            const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + h)));
+            const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qhv, bit), bit);
+            code[2 * i + h] = _mm256_or_si256(code[2 * i + h], _mm256_and_si256(set, x10));
+          }
+        }
+      }
+      const float dw = Half(p);
+      const float dmin = Half(p + 2);
+      for (int64_t t = 0; t < nt; ++t) {
+        const auto* x =
+            reinterpret_cast<const Q8KBlock*>(xq + static_cast<size_t>(t0 + t) * xq_stride +
+                                              static_cast<size_t>(b) * sizeof(Q8KBlock));
+        __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // Two chains.
+        for (int s = 0; s < 8; ++s) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * s));
+          isum[s & 1] = AddScaled16(isum[s & 1], _mm256_maddubs_epi16(code[s], q), scale[s]);
+        }
+        const int32_t msum =
+            Dot16(mins16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
+        const int32_t dot = HorizontalSum(_mm256_add_epi32(isum[0], isum[1]));
+        acc[t] = (acc[t] + (dw * x->d) * static_cast<float>(dot)) -
+                 (dmin * x->d) * static_cast<float>(msum);
+      }
+    }
+    for (int64_t t = 0; t < nt; ++t) y[(t0 + t) * y_stride] = acc[t];
+  }
+}
+
+KV_QD_FN void DotQ6K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t xq_stride,
+                     int64_t n_tokens, float* y, int64_t y_stride) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i m2 = _mm256_set1_epi8(3);
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
+    const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
+    float acc[kTokenChunk] = {};
+    for (int64_t b = 0; b < cols / 256; ++b) {
+      const uint8_t* p = row + static_cast<size_t>(b) * kQ6_KBlockBytes;
+      const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
+      // code[g]: elements 32 g .. 32 g + 31 (0 .. 63); scale[g]: their two sub-block scales.
+      __m256i code[8], scale[8];
+      for (int h = 0; h < 2; ++h) {
+        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
+        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
+        const __m256i nib[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                                _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+        for (int k = 0; k < 4; ++k) {
+          // (qh >> 2k) & 3 per byte (bits shifted in from the next byte land above bit 1), << 4.
+          const __m256i high = _mm256_slli_epi16(
+              _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), m2), 4);
+          const int g = 4 * h + k;
+          code[g] = _mm256_or_si256(nib[k], high);
+          scale[g] =
+              _mm256_set_m128i(_mm_set1_epi16(scales[2 * g + 1]), _mm_set1_epi16(scales[2 * g]));
+        }
+      }
+      const __m256i scales16 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+      const float dw = Half(p + 208);
+      for (int64_t t = 0; t < nt; ++t) {
+        const auto* x =
+            reinterpret_cast<const Q8KBlock*>(xq + static_cast<size_t>(t0 + t) * xq_stride +
+                                              static_cast<size_t>(b) * sizeof(Q8KBlock));
+        __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // Two chains.
+        for (int g = 0; g < 8; ++g) {
+          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * g));
+          isum[g & 1] = AddScaled16(isum[g & 1], _mm256_maddubs_epi16(code[g], q), scale[g]);
+        }
+        const int32_t bias =
+            Dot16(scales16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
+        const int32_t dot = HorizontalSum(_mm256_add_epi32(isum[0], isum[1]));
+        acc[t] = acc[t] + (dw * x->d) * static_cast<float>(dot - 32 * bias);
+      }
+    }
+    for (int64_t t = 0; t < nt; ++t) y[(t0 + t) * y_stride] = acc[t];
+  }
+}
+
+__attribute__((target(KV_QD_TARGET))) void QuantDotTokens(WeightFormat format, const uint8_t* row,
+                                                          int64_t cols, const uint8_t* xq,
+                                                          size_t xq_stride, int64_t n_tokens,
+                                                          float* y, int64_t y_stride) {
+  switch (format) {
+    case WeightFormat::kQ8_0:
+      return Dot32<WeightFormat::kQ8_0, kQ8_0BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
+                                                         y_stride);
+    case WeightFormat::kQ4_0:
+      return Dot32<WeightFormat::kQ4_0, kQ4_0BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
+                                                         y_stride);
+    case WeightFormat::kQ4_1:
+      return Dot32<WeightFormat::kQ4_1, kQ4_1BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
+                                                         y_stride);
+    case WeightFormat::kQ5_0:
+      return Dot32<WeightFormat::kQ5_0, kQ5_0BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
+                                                         y_stride);
+    case WeightFormat::kQ5_1:
+      return Dot32<WeightFormat::kQ5_1, kQ5_1BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
+                                                         y_stride);
+    case WeightFormat::kQ4_K:
+      return DotQ45K<false>(row, cols, xq, xq_stride, n_tokens, y, y_stride);
+    case WeightFormat::kQ5_K:
+      return DotQ45K<true>(row, cols, xq, xq_stride, n_tokens, y, y_stride);
+    case WeightFormat::kQ6_K:
+      return DotQ6K(row, cols, xq, xq_stride, n_tokens, y, y_stride);
+    case WeightFormat::kF32:
+    case WeightFormat::kF16:
+    case WeightFormat::kBF16:
+      break;
+  }
+  KV_CHECK(false) << "no quantized dot for a float format";
+}
+
+#undef KV_QD_FN
+
+}  // namespace KV_QD_NS

@@ -1,0 +1,58 @@
+// The x86 quantized dot products (quant_dot.h): an AVX2 build and an AVX-512 VNNI build of
+// quant_dot_x86-inl.h, each in functions with a target attribute (Highway 1.0.3 does not build
+// its AVX3_DL target here), chosen at run time by what the CPU reports. Both compute the integer
+// sums exactly and the float steps in the reference's order: their results equal
+// kernels_ref::QuantDotTokens bit for bit.
+#include "kernels/quant_dot_x86.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/quant_dot.h"
+#include "kernels/weight_blocks.h"
+
+namespace kvengine::kernels_internal {
+
+#define KV_QD_NS quant_dot_avx2
+#define KV_QD_TARGET "avx2,fma,f16c"
+#define KV_QD_VNNI 0
+#include "kernels/quant_dot_x86-inl.h"
+#undef KV_QD_NS
+#undef KV_QD_TARGET
+#undef KV_QD_VNNI
+
+#define KV_QD_NS quant_dot_vnni
+#define KV_QD_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
+#define KV_QD_VNNI 1
+#include "kernels/quant_dot_x86-inl.h"
+#undef KV_QD_NS
+#undef KV_QD_TARGET
+#undef KV_QD_VNNI
+
+QuantDotTokensFn X86QuantDot(bool allow_vnni) {
+  __builtin_cpu_init();
+  if (allow_vnni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) {
+    return &quant_dot_vnni::QuantDotTokens;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    return &quant_dot_avx2::QuantDotTokens;
+  }
+  return nullptr;
+}
+
+}  // namespace kvengine::kernels_internal
+
+#else  // Not x86.
+
+namespace kvengine::kernels_internal {
+QuantDotTokensFn X86QuantDot(bool) { return nullptr; }
+}  // namespace kvengine::kernels_internal
+
+#endif
