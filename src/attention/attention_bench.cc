@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attention/attention_kernel.h"
 #include "attention/attention_test_util.h"
 #include "base/check.h"
 #include "base/thread_pool.h"
@@ -70,8 +71,15 @@ const BenchKv& GetKv(KvDtype dtype, bool contiguous, bool huge) {
   return *slot;
 }
 
-// Args: dtype index (kAllKvDtypes), threads, contiguous (0/1), huge pages (0/1), context.
+// Args: dtype index (kAllKvDtypes), threads, contiguous (0/1), huge pages (0/1), context, kernel
+// (index in AvailableAttentionKernels(): 0 = the best, as PagedAttentionBatch).
 void BM_DecodeAttention(benchmark::State& state) {
+  static const std::vector<AttentionKernels> kernels = AvailableAttentionKernels();
+  if (size_t(state.range(5)) >= kernels.size()) {
+    state.SkipWithError("no such kernel on this CPU");
+    return;
+  }
+  const AttentionKernels& kernel = kernels[size_t(state.range(5))];
   const KvDtype dtype = kAllKvDtypes[state.range(0)];
   const int threads = int(state.range(1));
   const BenchKv& kv = GetKv(dtype, state.range(2) != 0, state.range(3) != 0);
@@ -84,7 +92,8 @@ void BM_DecodeAttention(benchmark::State& state) {
   const AttentionQuery query{kv.table, q.data(), context - 1, out.data()};
   const float scale = 1.0f / std::sqrt(float(kHeadDim));
   for (auto _ : state) {
-    PagedAttentionBatch(kv.view, std::span<const AttentionQuery>(&query, 1), kHeads, scale, &pool);
+    PagedAttentionBatchWith(kernel, kv.view, std::span<const AttentionQuery>(&query, 1), kHeads,
+                            scale, &pool);
     benchmark::DoNotOptimize(out.data());
   }
   const KvLayerView& v = kv.view;
@@ -94,18 +103,20 @@ void BM_DecodeAttention(benchmark::State& state) {
       int64_t(double(state.iterations()) * row_bytes * kKvHeads * double(context)));
   state.SetLabel(std::string(KvDtypeName(dtype)) + (state.range(2) ? " contiguous" : " paged") +
                  (state.range(3) ? " 2M-pages" : " 4K-pages") + " t=" + std::to_string(threads) +
-                 " ctx=" + std::to_string(context));
+                 " ctx=" + std::to_string(context) + " " + kernel.target_name);
 }
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int64_t dtype = 0; dtype < int64_t(std::size(kAllKvDtypes)); ++dtype) {
     for (int64_t threads : {1, 2}) {
       for (int64_t contiguous : {0, 1}) {
-        for (int64_t huge : {1, 0}) b->Args({dtype, threads, contiguous, huge, kContext});
+        for (int64_t huge : {1, 0}) b->Args({dtype, threads, contiguous, huge, kContext, 0});
       }
     }
     // In-cache (L2/L3) contexts: the kernel's compute ceiling.
-    b->Args({dtype, 1, 1, 1, 512});
+    b->Args({dtype, 1, 1, 1, 512, 0});
+    // The second-best kernel (AVX3 where the best is AVX3_VNNI), 1 thread, to compare in-process.
+    for (int64_t contiguous : {0, 1}) b->Args({dtype, 1, contiguous, 1, kContext, 1});
   }
 }
 BENCHMARK(BM_DecodeAttention)->Apply(Args)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -28,6 +28,15 @@ using attention_test::OwnedKv;
 // chunked online softmax. Measured worst case over these tests: 2.2e-6; the budget leaves room
 // for float sums over longer contexts.
 constexpr float kSimdVsReferenceTolerance = 2e-5f;
+// The AVX3_VNNI kernel on int8 KV (attention_vnni.h) also rounds q to int16 per head (relative
+// error <= 1.5e-5 of amax(q), which moves scores by up to ~1e-5 * |q| * |k|) and the chunk's
+// folded V weights p_t * v_scale_t to int16 (absolute error <= 1.5e-5 of the chunk's largest).
+// Measured worst case over these tests: 8.4e-5 (chunks of 64).
+constexpr float kVnniInt8VsReferenceTolerance = 2e-4f;
+
+bool IsVnniInt8(const AttentionKernels& k, KvDtype dtype) {
+  return dtype == KvDtype::kInt8 && std::string(k.target_name) == "AVX3_VNNI";
+}
 
 struct Config {
   KvDtype dtype;
@@ -78,6 +87,9 @@ std::vector<float> RunBatch(const AttentionKernels& kernels, const OwnedKv& kv, 
   return out;
 }
 
+// Worst |simd - ref| / max|v| of the VNNI int8 path, over all tests (printed by the tests).
+float vnni_worst = 0;
+
 void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, float* worst) {
   SCOPED_TRACE(Describe(c));
   const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 11);
@@ -101,11 +113,13 @@ void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, 
   }
   for (const AttentionKernels& k : targets) {
     const std::vector<float> got = RunBatch(k, kv, c, q, nullptr);
+    const bool vnni = IsVnniInt8(k, c.dtype);
+    const float target_tol = vnni ? kVnniInt8VsReferenceTolerance * MaxAbs(kv.v) : tol;
     for (size_t j = 0; j < got.size(); ++j) {
       const float err = std::fabs(got[j] - want[j]);
-      *worst = std::max(*worst, err / MaxAbs(kv.v));
-      ASSERT_LE(err, tol) << k.target_name << " output " << j << " got " << got[j] << " want "
-                          << want[j];
+      *(vnni ? &vnni_worst : worst) = std::max(*(vnni ? &vnni_worst : worst), err / MaxAbs(kv.v));
+      ASSERT_LE(err, target_tol) << k.target_name << " output " << j << " got " << got[j]
+                                 << " want " << want[j];
     }
   }
 }
@@ -125,7 +139,7 @@ TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
     CheckConfig(targets, {d, 8, 1, 40, 1, 45}, &worst);     // MQA, ragged head dim, block 1.
     CheckConfig(targets, {d, 6, 1, 80, 256, 300}, &worst);  // Group 6: head tiles of 4 + 2.
   }
-  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
+  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
 }
 
 TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
@@ -137,7 +151,7 @@ TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
     CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 0, 0}, &worst);  // Contiguous: one block.
     CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 50, 2}, &worst);
   }
-  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
+  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
 }
 
 TEST(AttentionKernelTest, LongContextsCrossPartitions) {
@@ -149,7 +163,7 @@ TEST(AttentionKernelTest, LongContextsCrossPartitions) {
   }
   CheckConfig(best, {KvDtype::kFp8E4M3, 4, 1, 64, 32, 5000, 3000, 4}, &worst);
   CheckConfig(best, {KvDtype::kF32, 2, 1, 64, 32768, 4500, 2100, 0}, &worst);
-  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
+  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -51,8 +51,9 @@ VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos);
 //
 // How it runs (attention_kernel.h, paged_attention.cc): one fused single pass per (query, KV
 // head, partition of 2048 positions): each K and V row is read once for all query heads of its KV
-// head, dequantized in registers, with an online softmax per chunk of 32 positions; the
-// partitions' partial softmax states are merged in ascending order.
+// head, dequantized in registers, with an online softmax per chunk of 64 positions (int8 KV on
+// AVX512_VNNI CPUs: int16 dot products, attention_vnni.h); the partitions' partial softmax states
+// are merged in ascending order.
 void PagedAttention(const KvLayerView& kv, std::span<const int32_t> block_table, const float* q,
                     int n_heads, int64_t pos, float scale, float* out, float* scratch);
 

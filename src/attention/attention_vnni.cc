@@ -1,0 +1,273 @@
+// The int8 VNNI steps of the item kernel (attention_vnni.h), raw AVX-512 intrinsics: Highway
+// 1.0.3 does not build its AVX3_DL target here, so these functions carry their own target
+// attribute and run only where CpuHasAvx512Vnni().
+//
+// Scores: micro-tiles of 4 positions x up to 4 heads = 16 int32 accumulators; per 32 elements of
+// head_dim each K row's codes are sign-extended to int16 once (vpmovsxbw) and vpdpwssd'ed with
+// each head's q16 slice. The 16 accumulators are reduced by a transposed tree (exact: int32).
+// Values: passes of 64 elements (4 x 16 int32 lanes per head, 16 accumulators for 4 heads); per
+// pair of positions each 32-element slice of both rows is sign-extended and interleaved into
+// int16 pairs (v_t[e], v_t+1[e]) and vpdpwssd'ed with each head's broadcast weight pair
+// (W_t, W_t+1); after the chunk the int32 sums go to float, times S, into the accumulators.
+#include "attention/attention_vnni.h"
+
+// GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512 intrinsics as
+// uninitialized (GCC bug 105593); nothing here reads an uninitialized value.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/codec_params.h"
+
+#define KV_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
+
+namespace kvengine {
+namespace {
+
+constexpr int kChunk = kAttentionChunk;
+constexpr int kMaxHeads = 4;
+constexpr int kPosTile = 4;            // Positions per score micro-tile.
+constexpr float kInt16Max = 32767.0f;  // Largest |code| of q16 and of the V weights.
+// A chunk's int32 V sums stay below 2^31: kChunk * 127 * 32767 (scores: dk <= 512, see .h).
+static_assert(int64_t(kChunk) * 127 * 32767 < (int64_t(1) << 31));
+static_assert(kChunk % 16 == 0);
+
+KV_VNNI_TARGET inline float LoadF16Scale(const uint8_t* p) {
+  return _cvtsh_ss(quant_internal::LoadU16(p));
+}
+
+// Always inlined: as a separate function GCC finds it side-effect free (prefetches do not count)
+// and deletes the calls.
+KV_VNNI_TARGET __attribute__((always_inline)) inline void PrefetchRow(const KvPrefetch& pf, int t) {
+  if (pf.rows == nullptr || t >= pf.n) return;
+  const KvRowRefs& r = pf.rows[t];
+  for (size_t b = 0; b < pf.k_bytes; b += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(r.k_data + b), _MM_HINT_T0);
+  }
+  for (size_t b = 0; b < pf.v_bytes; b += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(r.v_data + b), _MM_HINT_T0);
+  }
+  // A scale line serves many rows (16 per paged block and head): only a row whose line differs
+  // from the previous row's asks.
+  if (pf.k_scale && (t == 0 || !SameLine(r.k_scale, pf.rows[t - 1].k_scale))) {
+    _mm_prefetch(reinterpret_cast<const char*>(r.k_scale), _MM_HINT_T0);
+  }
+  if (pf.v_scale && (t == 0 || !SameLine(r.v_scale, pf.rows[t - 1].v_scale))) {
+    _mm_prefetch(reinterpret_cast<const char*>(r.v_scale), _MM_HINT_T0);
+  }
+}
+
+// v[0, 16) -> one vector whose lane i is the sum of v[i]'s lanes (v clobbered). Integer adds:
+// exact, so the tree's order does not matter.
+KV_VNNI_TARGET inline __m512i TransposeSum16(__m512i* v) {
+  for (int k = 0; k < 8; ++k) {
+    const __m512i a = v[2 * k], b = v[2 * k + 1];
+    v[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512i a = v[2 * k], b = v[2 * k + 1];
+    v[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+  }
+  for (int k = 0; k < 2; ++k) {
+    const __m512i a = v[2 * k], b = v[2 * k + 1];
+    v[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_i32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+template <int kHeads>
+KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, const int16_t* q16, const float* q_scale,
+                            size_t d, float* scores, const KvPrefetch& pf) {
+  alignas(64) int32_t isum[kHeads][kChunk];  // Exact q16 . k_code sums (whole tiles written).
+  alignas(64) float ks[kChunk] = {};         // K row scales; 0 past n.
+  const int tiles = (n + kPosTile - 1) / kPosTile;
+  const int pf_per_tile = (pf.n + tiles - 1) / tiles;  // All of pf's rows by the last tile.
+  int pf_next = 0;
+  for (int t0 = 0; t0 < n; t0 += kPosTile) {
+    for (int i = 0; i < pf_per_tile; ++i) PrefetchRow(pf, pf_next++);
+    const int8_t* r[kPosTile];
+    for (int i = 0; i < kPosTile; ++i) {  // Past n: repeat the last row (masked below).
+      r[i] = reinterpret_cast<const int8_t*>(rows[std::min(t0 + i, n - 1)].k_data);
+    }
+    __m512i acc[16];  // [head][position]; heads past kHeads stay zero.
+    for (__m512i& a : acc) a = _mm512_setzero_si512();
+    for (size_t j = 0; j < d; j += 32) {
+      __m512i k[kPosTile];
+      for (int i = 0; i < kPosTile; ++i) {
+        k[i] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r[i] + j)));
+      }
+      for (int h = 0; h < kHeads; ++h) {
+        const __m512i qv = _mm512_loadu_si512(q16 + size_t(h) * d + j);
+        for (int i = 0; i < kPosTile; ++i) {
+          acc[h * kPosTile + i] = _mm512_dpwssd_epi32(acc[h * kPosTile + i], k[i], qv);
+        }
+      }
+    }
+    // Lanes [4h, 4h + 4) are head h's sums for positions t0 .. t0 + 3 (those past n are the
+    // repeated row's: finite, and their K scale is 0).
+    const __m512i sums = TransposeSum16(acc);
+    for (int h = 0; h < kHeads; ++h) {
+      _mm_store_si128(reinterpret_cast<__m128i*>(&isum[h][t0]), _mm512_extracti32x4_epi32(sums, h));
+    }
+  }
+  for (int t = 0; t < n; ++t) ks[t] = LoadF16Scale(rows[t].k_scale);
+  for (int h = 0; h < kHeads; ++h) {
+    const __m512 qs = _mm512_set1_ps(q_scale[h]);
+    for (int t = 0; t < n; t += 16) {
+      const __mmask16 tail = __mmask16((1u << std::min(16, n - t)) - 1);  // isum ends at the tile.
+      const __m512 s = _mm512_cvtepi32_ps(_mm512_maskz_load_epi32(tail, &isum[h][t]));
+      _mm512_storeu_ps(scores + h * kChunk + t,
+                       _mm512_mul_ps(_mm512_mul_ps(s, qs), _mm512_load_ps(ks + t)));
+    }
+  }
+}
+
+// Passes of kSlices32 x 32 elements (1 or 2): 2 * kSlices32 int32 accumulators per head.
+template <int kHeads, int kSlices32>
+KV_VNNI_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int8_t* const* b_rows,
+                                          int pairs, const int32_t (*wpair)[kChunk / 2],
+                                          const float* s, const float* alpha, size_t j, float* acc,
+                                          size_t acc_stride) {
+  __m512i ia[kHeads][2 * kSlices32];
+  for (int h = 0; h < kHeads; ++h) {
+    for (int k = 0; k < 2 * kSlices32; ++k) ia[h][k] = _mm512_setzero_si512();
+  }
+  for (int t = 0; t < pairs; ++t) {
+    __m512i lo[kSlices32], hi[kSlices32];
+    for (int k = 0; k < kSlices32; ++k) {
+      const __m512i va = _mm512_cvtepi8_epi16(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a_rows[t] + j + 32 * size_t(k))));
+      const __m512i vb = _mm512_cvtepi8_epi16(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b_rows[t] + j + 32 * size_t(k))));
+      lo[k] = _mm512_unpacklo_epi16(va, vb);  // (a, b) pairs of elements 0-3 of each 8.
+      hi[k] = _mm512_unpackhi_epi16(va, vb);  // ... of elements 4-7.
+    }
+    for (int h = 0; h < kHeads; ++h) {
+      const __m512i w = _mm512_set1_epi32(wpair[h][t]);
+      for (int k = 0; k < kSlices32; ++k) {
+        ia[h][2 * k] = _mm512_dpwssd_epi32(ia[h][2 * k], lo[k], w);
+        ia[h][2 * k + 1] = _mm512_dpwssd_epi32(ia[h][2 * k + 1], hi[k], w);
+      }
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    const __m512 al = _mm512_set1_ps(alpha[h]), sv = _mm512_set1_ps(s[h]);
+    float* dst = acc + size_t(h) * acc_stride + j;
+    for (int k = 0; k < 2 * kSlices32; ++k) {
+      const __m512 prev = _mm512_mul_ps(_mm512_loadu_ps(dst + 16 * k), al);
+      _mm512_storeu_ps(dst + 16 * k, _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia[h][k]), sv, prev));
+    }
+  }
+}
+
+template <int kHeads>
+KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, const float* p, const float* alpha,
+                                size_t d, float* acc, size_t acc_stride) {
+  alignas(64) float vs[kChunk] = {};  // V row scales; 0 past n (so are the weights).
+  for (int t = 0; t < n; ++t) vs[t] = LoadF16Scale(rows[t].v_scale);
+  // Weights W_t as int16, pairs (W_2i, W_2i+1) read as one int32 (little endian: W_2i low).
+  alignas(64) int16_t w16[kHeads][kChunk];
+  int32_t wpair[kHeads][kChunk / 2];
+  float s[kHeads];
+  constexpr int kVecs = kChunk / 16;
+  for (int h = 0; h < kHeads; ++h) {
+    // p past n is not ours to read (the softmax writes whole vectors only): masked loads.
+    __m512 w[kVecs];
+    __m512 wmax_v = _mm512_setzero_ps();
+    for (int k = 0; k < kVecs; ++k) {
+      const int valid = std::clamp(n - 16 * k, 0, 16);
+      const __mmask16 mask = __mmask16((1u << valid) - 1);
+      w[k] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, p + h * kChunk + 16 * k),
+                           _mm512_load_ps(vs + 16 * k));
+      wmax_v = _mm512_max_ps(wmax_v, w[k]);
+    }
+    const float wmax = _mm512_reduce_max_ps(wmax_v);  // Weights are >= 0.
+    s[h] = wmax / kInt16Max;
+    const __m512 inv = _mm512_set1_ps(wmax > 0.0f ? kInt16Max / wmax : 0.0f);
+    // Round to nearest; |W| <= 32767 (w * inv <= 32767 up to rounding, and cvt saturates).
+    for (int k = 0; k < kVecs; ++k) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(w16[h] + 16 * k),
+                         _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(w[k], inv))));
+    }
+    std::memcpy(wpair[h], w16[h], sizeof(wpair[h]));
+  }
+  // Row pairs (2i, 2i+1); an odd n pairs its last row with itself (weight 0).
+  const int pairs = (n + 1) / 2;
+  const int8_t* a_rows[kChunk / 2];
+  const int8_t* b_rows[kChunk / 2];
+  for (int t = 0; t < pairs; ++t) {
+    a_rows[t] = reinterpret_cast<const int8_t*>(rows[2 * t].v_data);
+    b_rows[t] = reinterpret_cast<const int8_t*>(rows[std::min(2 * t + 1, n - 1)].v_data);
+  }
+  size_t j = 0;
+  for (; j + 64 <= d; j += 64) {
+    AccumulatePass<kHeads, 2>(a_rows, b_rows, pairs, wpair, s, alpha, j, acc, acc_stride);
+  }
+  if (j < d) AccumulatePass<kHeads, 1>(a_rows, b_rows, pairs, wpair, s, alpha, j, acc, acc_stride);
+}
+
+}  // namespace
+
+bool CpuHasAvx512Vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+}
+
+bool Int8VnniApplies(const KvLayerView& kv) {
+  return kv.k_dtype == KvDtype::kInt8 && kv.v_dtype == KvDtype::kInt8 && kv.head_dim_k % 32 == 0 &&
+         kv.head_dim_v % 32 == 0 && kv.head_dim_k <= 512;
+}
+
+KV_VNNI_TARGET void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, float* scale) {
+  // d is a multiple of 32 (Int8VnniApplies).
+  __m512 amax_v = _mm512_setzero_ps();
+  for (size_t i = 0; i < d; i += 16) {
+    amax_v = _mm512_max_ps(amax_v, _mm512_abs_ps(_mm512_loadu_ps(q + i)));
+  }
+  const float amax = _mm512_reduce_max_ps(amax_v);
+  const __m512 inv = _mm512_set1_ps(amax > 0.0f && std::isfinite(amax) ? kInt16Max / amax : 0.0f);
+  for (size_t i = 0; i < d; i += 16) {
+    // Round to nearest even; |q * inv| <= 32767 (saturating narrowing for rounding slack).
+    const __m512i c = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(q + i), inv));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q16 + i), _mm512_cvtsepi32_epi16(c));
+  }
+  *scale = amax / kInt16Max;
+}
+
+void Int8ScoresVnni(const KvRowRefs* rows, int n, const int16_t* q16, const float* q_scale,
+                    int heads, size_t d, float* scores, const KvPrefetch& pf) {
+  switch (heads) {
+    case 1:
+      return ScoresT<1>(rows, n, q16, q_scale, d, scores, pf);
+    case 2:
+      return ScoresT<2>(rows, n, q16, q_scale, d, scores, pf);
+    case 3:
+      return ScoresT<3>(rows, n, q16, q_scale, d, scores, pf);
+    default:
+      return ScoresT<4>(rows, n, q16, q_scale, d, scores, pf);
+  }
+}
+
+void Int8AccumulateVnni(const KvRowRefs* rows, int n, const float* p, const float* alpha, int heads,
+                        size_t d, float* acc, size_t acc_stride) {
+  switch (heads) {
+    case 1:
+      return AccumulateT<1>(rows, n, p, alpha, d, acc, acc_stride);
+    case 2:
+      return AccumulateT<2>(rows, n, p, alpha, d, acc, acc_stride);
+    case 3:
+      return AccumulateT<3>(rows, n, p, alpha, d, acc, acc_stride);
+    default:
+      return AccumulateT<4>(rows, n, p, alpha, d, acc, acc_stride);
+  }
+}
+
+}  // namespace kvengine
