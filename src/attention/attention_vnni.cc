@@ -13,14 +13,17 @@
 
 // GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512 intrinsics as
 // uninitialized (GCC bug 105593); nothing here reads an uninitialized value.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "base/cpu_features.h"
 #include "quant/codec_params.h"
 
 #define KV_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
@@ -29,7 +32,6 @@ namespace kvengine {
 namespace {
 
 constexpr int kChunk = kAttentionChunk;
-constexpr int kMaxHeads = 4;
 constexpr int kPosTile = 4;            // Positions per score micro-tile.
 constexpr float kInt16Max = 32767.0f;  // Largest |code| of q16 and of the V weights.
 // A chunk's int32 V sums stay below 2^31: kChunk * 127 * 32767 (scores: dk <= 512, see .h).
@@ -112,9 +114,9 @@ KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, const int16_t* q16, co
     // Lanes [4h, 4h + 4) are head h's sums for positions t0 .. t0 + 3 (those past n are the
     // repeated row's: finite, and their K scale is 0).
     const __m512i sums = TransposeSum16(acc);
-    for (int h = 0; h < kHeads; ++h) {
-      _mm_store_si128(reinterpret_cast<__m128i*>(&isum[h][t0]), _mm512_extracti32x4_epi32(sums, h));
-    }
+    alignas(64) int32_t lanes[16];
+    _mm512_store_si512(lanes, sums);
+    for (int h = 0; h < kHeads; ++h) std::memcpy(&isum[h][t0], lanes + 4 * h, 4 * sizeof(int32_t));
   }
   for (int t = 0; t < n; ++t) ks[t] = LoadF16Scale(rows[t].k_scale);
   for (int h = 0; h < kHeads; ++h) {
@@ -216,9 +218,9 @@ KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, const float* p, co
 
 bool CpuHasAvx512Vnni() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-         __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  return CpuHasAvx512VnniBit() && CpuHasF16cBit() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("fma");
 }
 
 bool Int8VnniApplies(const KvLayerView& kv) {

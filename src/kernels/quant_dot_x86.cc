@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "base/cpu_features.h"
 #include "kernels/quant_dot.h"
 #include "kernels/weight_blocks.h"
 
@@ -36,12 +37,15 @@ namespace kvengine::kernels_internal {
 
 QuantDotTokensFn X86QuantDot(bool allow_vnni) {
   __builtin_cpu_init();
-  if (allow_vnni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) {
+  // The VNNI build also uses AVX2/FMA/F16C instructions (KV_QD_TARGET above).
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    CpuHasF16cBit();
+  if (allow_vnni && avx2 && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      CpuHasAvx512VnniBit()) {
     return &quant_dot_vnni::QuantDotTokens;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+  if (avx2) {
     return &quant_dot_avx2::QuantDotTokens;
   }
   return nullptr;

@@ -1,0 +1,28 @@
+// CPUID feature bits that compilers' __builtin_cpu_supports does not name everywhere (clang 14
+// knows neither "f16c" nor, reliably, "avx512vnni"). These read the bit only: callers also check
+// a feature that implies the OS saves the registers ("avx2" / "avx512f" via
+// __builtin_cpu_supports, which tests XGETBV).
+#pragma once
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace kvengine {
+
+// Bit `bit` of register `reg` (0 = EAX, 1 = EBX, 2 = ECX, 3 = EDX) of CPUID leaf/subleaf.
+inline bool CpuidBit(unsigned leaf, unsigned subleaf, int reg, int bit) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned r[4] = {0, 0, 0, 0};
+  if (__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3]) == 0) return false;
+  return ((r[reg] >> bit) & 1u) != 0;
+#else
+  (void)leaf, (void)subleaf, (void)reg, (void)bit;
+  return false;
+#endif
+}
+
+inline bool CpuHasF16cBit() { return CpuidBit(1, 0, 2, 29); }         // CPUID.1:ECX.F16C
+inline bool CpuHasAvx512VnniBit() { return CpuidBit(7, 0, 2, 11); }  // CPUID.7.0:ECX.AVX512_VNNI
+
+}  // namespace kvengine
