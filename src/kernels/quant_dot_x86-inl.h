@@ -36,6 +36,17 @@ KV_QD_FN int32_t HorizontalSum(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// A K-quant super-block against one q8_K block: sum over the 8 groups of 32 of
+// (code[g] . x->qs[32 g ..]) times each 16-element half's int16 scale in scale[g]; exact int32.
+KV_QD_FN int32_t ScaledGroupDot(const __m256i* code, const __m256i* scale, const Q8KBlock* x) {
+  __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // Two chains.
+  for (int g = 0; g < 8; ++g) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * g));
+    isum[g & 1] = AddScaled16(isum[g & 1], _mm256_maddubs_epi16(code[g], q), scale[g]);
+  }
+  return HorizontalSum(_mm256_add_epi32(isum[0], isum[1]));
+}
+
 KV_QD_FN uint16_t LoadU16(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, sizeof(h));
@@ -249,14 +260,9 @@ KV_QD_FN void DotQ45K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_
         const auto* x =
             reinterpret_cast<const Q8KBlock*>(xq + static_cast<size_t>(t0 + t) * xq_stride +
                                               static_cast<size_t>(b) * sizeof(Q8KBlock));
-        __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // Two chains.
-        for (int s = 0; s < 8; ++s) {
-          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * s));
-          isum[s & 1] = AddScaled16(isum[s & 1], _mm256_maddubs_epi16(code[s], q), scale[s]);
-        }
         const int32_t msum =
             Dot16(mins16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
-        const int32_t dot = HorizontalSum(_mm256_add_epi32(isum[0], isum[1]));
+        const int32_t dot = ScaledGroupDot(code, scale, x);
         acc[t] = (acc[t] + (dw * x->d) * static_cast<float>(dot)) -
                  (dmin * x->d) * static_cast<float>(msum);
       }
@@ -301,14 +307,9 @@ KV_QD_FN void DotQ6K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t
         const auto* x =
             reinterpret_cast<const Q8KBlock*>(xq + static_cast<size_t>(t0 + t) * xq_stride +
                                               static_cast<size_t>(b) * sizeof(Q8KBlock));
-        __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // Two chains.
-        for (int g = 0; g < 8; ++g) {
-          const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * g));
-          isum[g & 1] = AddScaled16(isum[g & 1], _mm256_maddubs_epi16(code[g], q), scale[g]);
-        }
         const int32_t bias =
             Dot16(scales16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
-        const int32_t dot = HorizontalSum(_mm256_add_epi32(isum[0], isum[1]));
+        const int32_t dot = ScaledGroupDot(code, scale, x);
         acc[t] = acc[t] + (dw * x->d) * static_cast<float>(dot - 32 * bias);
       }
     }
