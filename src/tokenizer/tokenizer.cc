@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "tokenizer/bpe.h"
+#include "tokenizer/byte_level.h"
 #include "tokenizer/spm.h"
 
 namespace kvengine {
@@ -70,6 +72,10 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
       after_special = true;
       continue;
     }
+    if (vocab_.model == TokenizerModel::kBpe) {
+      BpeTokenize(vocab_, text.substr(f.offset, f.length), &ids);
+      continue;
+    }
     escaped.clear();
     if (vocab_.add_space_prefix && after_special) escaped.append(kSpaceEscape);
     for (char c : text.substr(f.offset, f.length)) {
@@ -94,6 +100,10 @@ void Tokenizer::AppendPiece(int32_t id, bool strip_leading_space, std::string* o
   switch (vocab_.type[id]) {
     case TokenType::kUndefined:
     case TokenType::kNormal:
+      if (vocab_.model == TokenizerModel::kBpe) {
+        AppendFromByteLevel(text, out);
+        break;
+      }
       for (size_t i = 0; i < text.size();) {
         if (text.substr(i, kSpaceEscape.size()) == kSpaceEscape) {
           out->push_back(' ');

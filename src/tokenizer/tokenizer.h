@@ -1,20 +1,28 @@
-// Tokenizer: text <-> token ids for SentencePiece-style ("llama") vocabularies in GGUF files,
-// matching llama.cpp's llama_tokenize (SPM) id for id.
+// Tokenizer: text <-> token ids for the two vocabulary kinds of GGUF files, matching llama.cpp's
+// llama_tokenize id for id: SentencePiece ("llama", spm.h) and byte-level BPE ("gpt2", bpe.h;
+// GPT-2, Llama-3, Qwen2/3, selected by tokenizer.ggml.pre).
 //
 // Encode(text, add_special, parse_special):
-//   1. BOS first when add_special and the model's add_bos_token (default true) say so.
+//   1. BOS first when add_special and the model's add_bos_token say so (vocab.h has the
+//      defaults: true for llama, true for gpt2 with the Llama-3 pre-tokenizer, else false).
 //   2. Special-token pass: user-defined tokens are always cut out of the text as whole tokens;
-//      control and unknown tokens ("<s>", "</s>", "<unk>") only when parse_special is true —
-//      otherwise they are ordinary text. Longer token texts are cut first (llama.cpp's order).
-//   3. Each remaining text fragment: "▁" prepended when add_space_prefix and the fragment starts
-//      the text or follows a special token; every ' ' escaped to "▁" (U+2581); then the
-//      SentencePiece merge with byte fallback (spm.h).
+//      control and unknown tokens ("<s>", "<|begin_of_text|>", "<|im_end|>") only when
+//      parse_special is true — otherwise they are ordinary text. Longer token texts are cut
+//      first (llama.cpp's order).
+//   3. Each remaining text fragment, separately:
+//      llama: "▁" prepended when add_space_prefix and the fragment starts the text or follows
+//        a special token; every ' ' escaped to "▁" (U+2581); then the SentencePiece merge with
+//        byte fallback (spm.h).
+//      gpt2: pre-tokenized, written in the byte alphabet and merged by rank (bpe.h); no space
+//        prefix. Invalid UTF-8 bytes encode as U+FFFD (llama.cpp's rule).
 //   4. EOS last when add_special and the model's add_eos_token (default false) say so.
 // Decode(ids): concatenates the pieces of the ids: normal tokens with "▁" turned back into
-//   spaces, byte tokens as their raw byte, user-defined tokens verbatim; control, unknown and
-//   unused tokens and ids outside the vocabulary render as nothing. When ids[0] is BOS and the
-//   model adds a space prefix, one leading space of ids[1]'s piece is dropped (it is the prefix
-//   Encode added), so Decode(Encode(text, true)) == text for text without special tokens.
+//   spaces (llama) or mapped from the byte alphabet back to bytes (gpt2), byte tokens as their
+//   raw byte, user-defined tokens verbatim; control, unknown and unused tokens and ids outside
+//   the vocabulary render as nothing. When ids[0] is BOS and the model adds a space prefix
+//   (llama only), one leading space of ids[1]'s piece is dropped (it is the prefix Encode
+//   added), so Decode(Encode(text, true)) == text for text without special tokens (and, for
+//   gpt2, valid UTF-8).
 //   Without a leading BOS nothing is stripped: decoding generated ids alone keeps the leading
 //   space of " was" as a continuation needs (the golden output_text does the same). llama.cpp's
 //   llama_detokenize differs here: it strips the first token's space only when there is *no*

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "tokenizer/bpe.h"
+
 namespace kvengine {
 namespace {
 
@@ -23,6 +25,7 @@ constexpr std::string_view kKeyEot = "tokenizer.ggml.eot_token_id";
 constexpr std::string_view kKeyEom = "tokenizer.ggml.eom_token_id";
 constexpr std::string_view kKeyPad = "tokenizer.ggml.padding_token_id";
 constexpr std::string_view kKeySep = "tokenizer.ggml.seperator_token_id";  // Sic, as in GGUF.
+constexpr std::string_view kKeyPre = "tokenizer.ggml.pre";
 
 constexpr int64_t kMaxTokenType = static_cast<int64_t>(TokenType::kByte);
 
@@ -125,16 +128,25 @@ Status ReadTokenArrays(const GgufFile& file, Vocab& v) {
 
 Status ReadSpecialIds(const GgufFile& file, Vocab& v) {
   const int32_t n = v.size();
-  KV_ASSIGN_OR_RETURN(v.special.bos, ReadSpecialId(file, kKeyBos, 1, n));
-  KV_ASSIGN_OR_RETURN(v.special.eos, ReadSpecialId(file, kKeyEos, 2, n));
-  KV_ASSIGN_OR_RETURN(v.special.unk, ReadSpecialId(file, kKeyUnk, 0, n));
+  // llama.cpp's defaults: the llama family's fixed ids for SentencePiece; none for BPE.
+  const bool spm = v.model == TokenizerModel::kSpm;
+  KV_ASSIGN_OR_RETURN(v.special.bos, ReadSpecialId(file, kKeyBos, spm ? 1 : kNoToken, n));
+  KV_ASSIGN_OR_RETURN(v.special.eos, ReadSpecialId(file, kKeyEos, spm ? 2 : kNoToken, n));
+  KV_ASSIGN_OR_RETURN(v.special.unk, ReadSpecialId(file, kKeyUnk, spm ? 0 : kNoToken, n));
   KV_ASSIGN_OR_RETURN(v.special.eot, ReadSpecialId(file, kKeyEot, kNoToken, n));
   KV_ASSIGN_OR_RETURN(v.special.eom, ReadSpecialId(file, kKeyEom, kNoToken, n));
   KV_ASSIGN_OR_RETURN(v.special.pad, ReadSpecialId(file, kKeyPad, kNoToken, n));
   KV_ASSIGN_OR_RETURN(v.special.sep, ReadSpecialId(file, kKeySep, kNoToken, n));
-  KV_ASSIGN_OR_RETURN(v.add_bos, ReadFlag(file, kKeyAddBos, true));
+  // BPE: only Llama-3 adds BOS by default (llama.cpp), and only when it has one.
+  const bool default_bos = spm || (v.pre == PreTokenizer::kLlama3 && v.special.bos != kNoToken);
+  KV_ASSIGN_OR_RETURN(v.add_bos, ReadFlag(file, kKeyAddBos, default_bos));
   KV_ASSIGN_OR_RETURN(v.add_eos, ReadFlag(file, kKeyAddEos, false));
-  KV_ASSIGN_OR_RETURN(v.add_space_prefix, ReadFlag(file, kKeyAddSpacePrefix, true));
+  // BPE words carry their own spaces; llama.cpp never adds a prefix to them.
+  if (spm) {
+    KV_ASSIGN_OR_RETURN(v.add_space_prefix, ReadFlag(file, kKeyAddSpacePrefix, true));
+  } else {
+    v.add_space_prefix = false;
+  }
   if (v.add_bos && v.special.bos == kNoToken) {
     return InvalidArgument(
         fmt::format("{} is true but there is no BOS token ({})", kKeyAddBos, kKeyBos));
@@ -143,6 +155,17 @@ Status ReadSpecialIds(const GgufFile& file, Vocab& v) {
     return InvalidArgument(
         fmt::format("{} is true but there is no EOS token ({})", kKeyAddEos, kKeyEos));
   }
+  return Status::Ok();
+}
+
+// BPE: the pre-tokenizer (absent: "default", as llama.cpp) and what it implies.
+Status ReadPreTokenizer(const GgufFile& file, Vocab& v) {
+  std::string_view name = "default";
+  if (file.Has(kKeyPre)) {
+    KV_ASSIGN_OR_RETURN(name, file.GetString(kKeyPre));
+  }
+  KV_ASSIGN_OR_RETURN(v.pre, ParsePreTokenizer(name));
+  v.ignore_merges = v.pre == PreTokenizer::kLlama3;  // llama.cpp; Llama-3's tokenizer.json too.
   return Status::Ok();
 }
 
@@ -167,6 +190,10 @@ Status BuildIndexes(Vocab& v) {
   std::stable_sort(v.special_ids_by_length.begin(), v.special_ids_by_length.end(),
                    [&](int32_t a, int32_t b) { return v.text[a].size() > v.text[b].size(); });
 
+  if (v.model == TokenizerModel::kBpe) {
+    v.byte_to_token.fill(kNoToken);
+    return Status::Ok();
+  }
   for (int b = 0; b < 256; ++b) {
     int32_t id = v.Find(fmt::format("<0x{:02X}>", b));
     if (id == kNoToken || v.type[id] != TokenType::kByte) {
@@ -193,17 +220,31 @@ int32_t Vocab::Find(std::string_view s) const {
   return *it;
 }
 
+const BpeMerge* Vocab::FindMerge(int32_t left, int32_t right) const {
+  if (left < 0 || right < 0) return nullptr;
+  const uint64_t key = static_cast<uint64_t>(left) << 32 | static_cast<uint32_t>(right);
+  auto it = std::lower_bound(merges.begin(), merges.end(), key,
+                             [](const BpeMerge& m, uint64_t k) { return m.pair < k; });
+  return it != merges.end() && it->pair == key ? &*it : nullptr;
+}
+
 Result<Vocab> LoadVocab(const GgufFile& file) {
   KV_ASSIGN_OR_RETURN(std::string_view model, file.GetString(kKeyModel));
-  if (model != "llama") {
-    return InvalidArgument(
-        fmt::format("{} is \"{}\"; only \"llama\" (SentencePiece) tokenizers are supported",
-                    kKeyModel, model.substr(0, 64)));
-  }
   Vocab v;
+  if (model == "llama") {
+    v.model = TokenizerModel::kSpm;
+  } else if (model == "gpt2") {
+    v.model = TokenizerModel::kBpe;
+  } else {
+    return InvalidArgument(fmt::format(
+        "{} is \"{}\"; supported: \"llama\" (SentencePiece) and \"gpt2\" (byte-level BPE)",
+        kKeyModel, model.substr(0, 64)));
+  }
   KV_RETURN_IF_ERROR(ReadTokenArrays(file, v));
+  if (v.model == TokenizerModel::kBpe) KV_RETURN_IF_ERROR(ReadPreTokenizer(file, v));
   KV_RETURN_IF_ERROR(ReadSpecialIds(file, v));
   KV_RETURN_IF_ERROR(BuildIndexes(v));
+  if (v.model == TokenizerModel::kBpe) KV_RETURN_IF_ERROR(LoadBpeMerges(file, v));
   return v;
 }
 
