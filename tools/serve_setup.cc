@@ -79,7 +79,45 @@ std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
                               "servers, for comparison)")
                   ->check(CLI::IsMember({"paged", "contiguous"}))
                   ->capture_default_str());
+  a.push_back(cmd->add_option("--swap-space", f->swap_space,
+                              "Host RAM tier for KV blocks evicted from the pool (e.g. 4GiB); 0: "
+                              "none (evicted blocks are dropped, or go to disk/Redis if set)")
+                  ->capture_default_str());
+  a.push_back(cmd->add_option("--kv-disk-path", f->kv_disk_path,
+                              "Directory of the disk tier (persists across restarts); empty: none"));
+  a.push_back(cmd->add_option("--kv-disk-size", f->kv_disk_size, "Capacity of the disk tier")
+                  ->capture_default_str());
+  a.push_back(cmd->add_option("--kv-redis", f->kv_redis,
+                              "Redis tier shared between instances: host:port or unix:PATH"));
+  a.push_back(cmd->add_option("--kv-redis-write", f->kv_redis_write,
+                              "all: publish every completed block; evicted: only blocks the pool "
+                              "evicts")
+                  ->check(CLI::IsMember({"all", "evicted"}))
+                  ->capture_default_str());
+  a.push_back(cmd->add_option("--kv-tier-dtype", f->kv_tier_dtype,
+                              "Store blocks on disk and in Redis re-encoded in this KV dtype "
+                              "(e.g. int8 under an f16 pool: about half the bytes); default: the "
+                              "pool's own bytes"));
   return a;
+}
+
+Result<TierConfig> ResolveTiers(const ServeFlags& f) {
+  TierConfig t;
+  Result<uint64_t> ram = ParseSize(f.swap_space);
+  if (!ram.ok()) return InvalidArgument("--swap-space: " + ram.status().message());
+  t.ram_bytes = *ram;
+  t.disk_path = f.kv_disk_path;
+  Result<uint64_t> disk = ParseSize(f.kv_disk_size);
+  if (!disk.ok()) return InvalidArgument("--kv-disk-size: " + disk.status().message());
+  t.disk_bytes = *disk;
+  t.redis = f.kv_redis;
+  KV_ASSIGN_OR_RETURN(t.redis_write, ParseRedisWritePolicy(f.kv_redis_write));
+  if (!f.kv_tier_dtype.empty()) {
+    Result<KvDtype> d = ParseKvDtype(f.kv_tier_dtype);
+    if (!d.ok()) return InvalidArgument("--kv-tier-dtype: " + d.status().message());
+    t.cold_dtype = *d;
+  }
+  return t;
 }
 
 Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
@@ -104,6 +142,7 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   eo.kv.model_fingerprint = mf.path;
   KV_ASSIGN_OR_RETURN(eo.kv.memory_bytes, KvMemory(f, cfg, dtypes, l.max_model_len));
   eo.contiguous_reservation = f.kv_policy == "contiguous";
+  KV_ASSIGN_OR_RETURN(eo.tiers, ResolveTiers(f));
   const Vocab& vocab = l.tokenizer->vocab();
   for (int32_t id : {vocab.special.eos, vocab.special.eot, vocab.special.eom}) {
     if (id != kNoToken) eo.eos_token_ids.push_back(id);
@@ -121,6 +160,17 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   std::fprintf(stderr, "%s: KV %s, prefix caching %s, policy %s, chat template %s\n", w.c_str(),
                dtypes.Describe().c_str(), f.prefix_caching ? "on" : "off", f.kv_policy.c_str(),
                std::string(l.chat_template.name()).c_str());
+  if (eo.tiers.enabled()) {
+    std::fprintf(stderr, "%s: KV tiers: RAM %s, disk %s, Redis %s (write %s)\n", w.c_str(),
+                 eo.tiers.ram_bytes ? FormatBytes(eo.tiers.ram_bytes).c_str() : "off",
+                 eo.tiers.disk_path.empty()
+                     ? "off"
+                     : (eo.tiers.disk_path + " " + FormatBytes(eo.tiers.disk_bytes)).c_str(),
+                 eo.tiers.redis.empty() ? "off" : eo.tiers.redis.c_str(),
+                 (f.kv_redis_write + (eo.tiers.cold_dtype
+                                          ? ", stored as " + std::string(KvDtypeName(*eo.tiers.cold_dtype))
+                                          : std::string())).c_str());
+  }
   return l;
 }
 

@@ -37,12 +37,22 @@ struct ServeFlags {
   std::string max_body = "8MiB";
   int http_threads = 0;
   double drain_timeout_s = 30;
+  // Offload tiers (docs/tiers.md).
+  std::string swap_space = "0";
+  std::string kv_disk_path;
+  std::string kv_disk_size = "8GiB";
+  std::string kv_redis;
+  std::string kv_redis_write = "all";
+  std::string kv_tier_dtype;
 };
 
 // -m, --served-model-name, -c, --kv-dtype, --kv-plan, --block-size. Returns the options added.
 std::vector<CLI::Option*> AddServeModelFlags(CLI::App* cmd, ServeFlags* f);
 // -t, --max-num-seqs, --max-num-batched-tokens, --max-queued-requests,
-// --[no-]enable-prefix-caching, --kv-cache-memory-bytes, --kv-policy. Returns the options added.
+// --[no-]enable-prefix-caching, --kv-cache-memory-bytes, --kv-policy, and the offload tiers:
+// --swap-space, --kv-disk-path, --kv-disk-size, --kv-redis, --kv-redis-write, --kv-tier-dtype.
+// Returns the
+// options added.
 std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f);
 
 // A loaded model with its engine started.
@@ -59,6 +69,9 @@ struct Loaded {
 // Loads the model and tokenizer, creates and starts the engine, and logs its KV capacity to
 // stderr as "<who>: ..." lines.
 Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who);
+
+// The offload tiers the flags ask for.
+Result<TierConfig> ResolveTiers(const ServeFlags& f);
 
 // Serve's HTTP options from the flags: body limit, worker threads, choices per request.
 Status ResolveHttpOptions(ServeFlags* f);

@@ -153,14 +153,18 @@ AppendResult KvCacheManager::Append(SeqId id, std::span<const int32_t> tokens) {
       for (int64_t j = 0; j < hit_blocks; ++j) {
         const int32_t blk = r.prefix.blocks[g][size_t(j)];
         if (blk >= 0) groups_[g]->AddRef(blk);
-        s.tables[g].push_back(blk);
       }
+    }
+    AdoptTierBlocks(r.prefix, &r);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      s.tables[g].assign(r.prefix.blocks[g].begin(), r.prefix.blocks[g].begin() + hit_blocks);
     }
     s.hashes.assign(r.prefix.block_hashes.begin(), r.prefix.block_hashes.begin() + hit_blocks);
     s.computed = r.prefix.cached_tokens;
     ++prefix_queries_;
     prefix_query_tokens_ += n1;
     prefix_hit_tokens_ += r.prefix.cached_tokens;
+    tier_hit_tokens_ += r.prefix.tier_tokens;
   }
   for (size_t g = 0; g < groups_.size(); ++g) {
     KvGroup& grp = *groups_[g];
@@ -199,6 +203,48 @@ AppendResult KvCacheManager::Append(SeqId id, std::span<const int32_t> tokens) {
   return r;
 }
 
+void KvCacheManager::AdoptTierBlocks(PrefixLookup& lookup, AppendResult* r) {
+  if (lookup.tier_tokens == 0) return;
+  KV_CHECK(tier_hook_ != nullptr) << "a lookup found tier blocks without a tier";
+  const int64_t hit_blocks = lookup.cached_tokens / config_.block_size;
+  std::vector<std::pair<int, size_t>> fills;  // (group, logical block) to fill from the tier.
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    for (int64_t j = 0; j < hit_blocks; ++j) {
+      if (lookup.blocks[g][size_t(j)] == kFromTier) fills.emplace_back(int(g), size_t(j));
+    }
+  }
+  // Taking pool blocks below may evict cached ones into the tier; pins keep the blocks about to
+  // be filled from being pushed out of it meanwhile.
+  for (auto [g, j] : fills) tier_hook_->Pin(g, lookup.block_hashes[j]);
+  for (auto [g, j] : fills) {
+    KvGroup& grp = *groups_[size_t(g)];
+    const BlockHash& hash = lookup.block_hashes[j];
+    const int32_t blk = grp.Take();
+    KV_CHECK(blk >= 0) << "plan said the tier blocks fit";
+    if (grp.has_storage()) {
+      const std::span<uint8_t> dst(grp.data(blk), grp.layout().bytes_per_block());
+      KV_CHECK(tier_hook_->Fill(g, hash, dst)) << "tier lost a pinned block";
+    }
+    grp.set_fill(blk, config_.block_size);
+    grp.Index(hash, blk);
+    lookup.blocks[size_t(g)][j] = blk;
+    ++r->new_blocks;
+    ++r->tier_fills;
+  }
+  for (auto [g, j] : fills) tier_hook_->Unpin(g, lookup.block_hashes[j]);
+}
+
+void KvCacheManager::SetTierHook(KvTierHook* hook) {
+  tier_hook_ = hook;
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g]->set_tier_hook(hook, int(g));
+}
+
+int64_t KvCacheManager::DemoteAllCached() {
+  int64_t n = 0;
+  for (auto& g : groups_) n += g->DemoteCached(g->pool().num_cached());
+  return n;
+}
+
 Status KvCacheManager::MarkComputed(SeqId id, int64_t num_tokens) {
   Sequence& s = Seq(id);
   if (num_tokens < 0 || num_tokens > static_cast<int64_t>(s.tokens.size())) {
@@ -218,7 +264,12 @@ Status KvCacheManager::MarkComputed(SeqId id, int64_t num_tokens) {
           parent, std::span<const int32_t>(s.tokens).subspan(j * size_t(b), size_t(b))));
       for (size_t g = 0; g < groups_.size(); ++g) {
         const int32_t blk = s.tables[g][j];
-        if (blk >= 0 && !groups_[g]->index().IsIndexed(blk)) groups_[g]->Index(s.hashes[j], blk);
+        if (blk < 0 || groups_[g]->index().IsIndexed(blk)) continue;
+        if (groups_[g]->Index(s.hashes[j], blk) && tier_hook_ != nullptr && groups_[g]->has_storage()) {
+          tier_hook_->OnComplete(int(g), s.hashes[j],
+                                 std::span<const uint8_t>(groups_[g]->data(blk),
+                                                          groups_[g]->layout().bytes_per_block()));
+        }
       }
     }
   }

@@ -29,6 +29,7 @@
 #include "kv/kv_group.h"
 #include "kv/kv_stats.h"
 #include "kv/pool_sizing.h"
+#include "kv/tier_hook.h"
 #include "prefix/block_hash.h"
 
 namespace kvengine {
@@ -60,9 +61,13 @@ struct PrefixLookup {
   int64_t miss_partial = 0;           // The tail that must be computed: the partial last block,
                                       // or the last full block when all was cached (one token
                                       // must run to produce logits).
-  std::vector<std::vector<int32_t>> blocks;  // [group][logical block]: hits; -1 = not needed.
+  int64_t tier_tokens = 0;            // Of cached_tokens: blocks a tier (RAM) fills.
+  // [group][logical block]: pool hits; -1 = not needed; kFromTier = filled from a tier.
+  std::vector<std::vector<int32_t>> blocks;
   std::vector<BlockHash> block_hashes;       // Chained hashes of every full block of the prompt.
 };
+
+inline constexpr int32_t kFromTier = -2;
 
 struct AppendRequest {
   SeqId seq = 0;
@@ -85,6 +90,7 @@ struct AppendResult {
   PrefixLookup prefix;        // Fresh sequences: what the prefix cache served.
   int32_t new_blocks = 0;     // Blocks taken, all groups (copies included).
   int32_t cow_copies = 0;
+  int32_t tier_fills = 0;     // Blocks of the adopted prefix copied in from a tier.
 };
 
 class KvCacheManager {
@@ -134,8 +140,17 @@ class KvCacheManager {
   const KvGroup& group(int g) const { return *groups_[static_cast<size_t>(g)]; }
   int block_size() const { return config_.block_size; }
   const KvCacheConfig& config() const { return config_; }
+  // Fingerprint | dtype map | block size: what the block hashes are keyed by.
+  const std::string& cache_namespace() const { return cache_namespace_; }
+  int64_t tier_hit_tokens() const { return tier_hit_tokens_; }
   const PoolSizing& sizing() const { return sizing_; }
   KvStats Stats() const;
+
+  // Offload tiers below the pool (kv/tier_hook.h); null detaches. Not owned; must outlive the
+  // manager or be detached first.
+  void SetTierHook(KvTierHook* hook);
+  // Evicts every cached (unreferenced, indexed) block through the tier hook; returns how many.
+  int64_t DemoteAllCached();
 
  private:
   struct Sequence;
@@ -151,6 +166,8 @@ class KvCacheManager {
   // new_blocks[g] += blocks to take; revived[g] gets hit blocks that are now unreferenced.
   void PlanOne(const AppendRequest& req, std::vector<int32_t>* new_blocks,
                std::vector<std::vector<int32_t>>* revived, PrefixLookup* lookup) const;
+  // Takes and fills pool blocks for the lookup's tier hits (kFromTier -> block ids).
+  void AdoptTierBlocks(PrefixLookup& lookup, AppendResult* r);
   void ReleaseTable(int g, std::vector<int32_t>* table, size_t from);
 
   KvCacheConfig config_;
@@ -165,6 +182,8 @@ class KvCacheManager {
   int64_t prefix_query_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
   int64_t cow_copies_ = 0;
+  int64_t tier_hit_tokens_ = 0;
+  KvTierHook* tier_hook_ = nullptr;
 };
 
 }  // namespace kvengine

@@ -40,33 +40,45 @@ PrefixLookup KvCacheManager::LookupPrefix(std::span<const int32_t> tokens,
   r.block_hashes = HashBlocks(PrefixRootHash(cache_namespace_, cache_salt), tokens);
   const std::vector<BlockHash>& h = r.block_hashes;
   const int64_t limit = std::clamp<int64_t>(max_tokens, 0, n) / b;
-  // Full and MLA groups: the longest run of indexed blocks from the start, in every group.
+  // A block is available to group g if the pool holds it or a tier can fill it.
+  auto in_pool = [&](size_t g, int64_t j) { return groups_[g]->index().Find(h[size_t(j)]) >= 0; };
+  auto available = [&](size_t g, int64_t j) {
+    return in_pool(g, j) || (tier_hook_ != nullptr && tier_hook_->Has(int(g), h[size_t(j)]));
+  };
+  // Full and MLA groups: the longest run of available blocks from the start, in every group.
   int64_t hit = limit;
-  for (const auto& grp : groups_) {
-    if (grp->spec().windowed()) continue;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g]->spec().windowed()) continue;
     int64_t run = 0;
-    while (run < hit && grp->index().Find(h[size_t(run)]) >= 0) ++run;
+    while (run < hit && available(g, run)) ++run;
     hit = run;
   }
   // Windowed groups need only the sinks and the last window's blocks of the prefix; take the
   // longest prefix every windowed group can serve.
   for (; hit > 0; --hit) {
     bool ok = true;
-    for (const auto& grp : groups_) {
-      if (!grp->spec().windowed()) continue;
+    for (size_t g = 0; g < groups_.size() && ok; ++g) {
+      if (!groups_[g]->spec().windowed()) continue;
       for (int64_t j = 0; j < hit && ok; ++j) {
-        if (WindowNeeds(grp->spec(), j, hit * b) && grp->index().Find(h[size_t(j)]) < 0) ok = false;
+        if (WindowNeeds(groups_[g]->spec(), j, hit * b) && !available(g, j)) ok = false;
       }
     }
     if (ok) break;
   }
+  std::vector<uint8_t> from_tier(size_t(hit), 0);
   for (size_t g = 0; g < groups_.size(); ++g) {
     const KvGroup& grp = *groups_[g];
     for (int64_t j = 0; j < hit; ++j) {
       const bool needed = !grp.spec().windowed() || WindowNeeds(grp.spec(), j, hit * b);
-      r.blocks[g].push_back(needed ? grp.index().Find(h[size_t(j)]) : -1);
+      int32_t blk = needed ? grp.index().Find(h[size_t(j)]) : -1;
+      if (needed && blk < 0) {
+        blk = kFromTier;
+        from_tier[size_t(j)] = 1;
+      }
+      r.blocks[g].push_back(blk);
     }
   }
+  for (uint8_t t : from_tier) r.tier_tokens += t * b;
   r.cached_tokens = hit * b;
   for (int64_t j = hit; j < n / b; ++j) {
     if (j >= limit) {
@@ -100,6 +112,7 @@ void KvCacheManager::PlanOne(const AppendRequest& req, std::vector<int32_t>* new
       (*new_blocks)[g] += static_cast<int32_t>(total - hit);
       for (int32_t blk : lookup->blocks[g]) {
         if (blk >= 0 && groups_[g]->pool().refcount(blk) == 0) (*revived)[g].push_back(blk);
+        if (blk == kFromTier) ++(*new_blocks)[g];  // A pool block to fill from the tier.
       }
     }
     return;

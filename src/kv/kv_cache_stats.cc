@@ -10,6 +10,7 @@ KvStats KvCacheManager::Stats() const {
   st.prefix_queries = prefix_queries_;
   st.prefix_query_tokens = prefix_query_tokens_;
   st.prefix_hit_tokens = prefix_hit_tokens_;
+  st.prefix_tier_hit_tokens = tier_hit_tokens_;
   st.cow_copies = cow_copies_;
   st.pool_bytes = sizing_.total_bytes;
   for (const auto& grp : groups_) {

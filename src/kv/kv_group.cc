@@ -19,11 +19,34 @@ int32_t KvGroup::Take() {
   const int32_t b = pool_.Allocate(&evicted);
   if (b < 0) return b;
   if (evicted) {
+    Demote(b);
     index_.Erase(b, /*evicted=*/true);
     ++evictions_;
   }
   fill_[static_cast<size_t>(b)] = 0;
   return b;
+}
+
+void KvGroup::Demote(int32_t block) {
+  if (hook_ == nullptr || storage_ == nullptr) return;
+  hook_->OnEvict(group_index_, index_.HashOf(block),
+                 std::span<const uint8_t>(data(block), layout_.bytes_per_block()));
+}
+
+int32_t KvGroup::DemoteCached(int32_t max) {
+  std::vector<int32_t> victims;
+  pool_.ForEachEvictionCandidate([&](int32_t b) {
+    if (static_cast<int32_t>(victims.size()) >= max) return false;
+    victims.push_back(b);
+    return true;
+  });
+  for (int32_t b : victims) {
+    Demote(b);
+    index_.Erase(b, /*evicted=*/true);
+    pool_.Uncache(b);
+    ++evictions_;
+  }
+  return static_cast<int32_t>(victims.size());
 }
 
 int32_t KvGroup::CopyOf(int32_t src) {

@@ -11,6 +11,7 @@
 #include "kv/block_layout.h"
 #include "kv/block_pool.h"
 #include "kv/group_spec.h"
+#include "kv/tier_hook.h"
 #include "prefix/prefix_index.h"
 
 namespace kvengine {
@@ -25,9 +26,19 @@ class KvGroup {
   const BlockPool& pool() const { return pool_; }
   const PrefixIndex& index() const { return index_; }
 
-  // Takes a block (evicting the LRU cached block if none is free); -1 if none is available.
-  // The new block's fill count is 0.
+  // Tiers below the pool; null: none. `group_index` is this group's index in the manager.
+  void set_tier_hook(KvTierHook* hook, int group_index) {
+    hook_ = hook;
+    group_index_ = group_index;
+  }
+  KvTierHook* tier_hook() const { return hook_; }
+
+  // Takes a block (evicting the LRU cached block if none is free, which hands its bytes to the
+  // tier hook first); -1 if none is available. The new block's fill count is 0.
   int32_t Take();
+  // Evicts up to `max` cached blocks, least recently used first, through the tier hook, and
+  // frees them; returns how many. (Tier benchmarks and a persisting shutdown use it.)
+  int32_t DemoteCached(int32_t max);
   void AddRef(int32_t block) { pool_.AddRef(block); }
   // Drops a reference; an indexed block stays findable (cached) when it reaches zero.
   void Release(int32_t block) { pool_.Release(block, index_.IsIndexed(block)); }
@@ -58,6 +69,11 @@ class KvGroup {
   uint8_t* storage_;
   std::vector<uint16_t> fill_;  // [num_blocks]
   int64_t evictions_ = 0;
+  KvTierHook* hook_ = nullptr;
+  int group_index_ = 0;
+
+  // Hands a cached block's bytes to the tier hook before they are reused.
+  void Demote(int32_t block);
 };
 
 }  // namespace kvengine

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <list>
 #include <map>
 #include <random>
 
@@ -42,9 +43,52 @@ float Expected(const RefSeq& s, int64_t pos, int layer, int e, bool v) {
   return static_cast<float>(h % 20001) / 10000.0f - 1.0f;
 }
 
+// A bounded tier below the pool: keeps the last `capacity` evicted blocks (LRU, pins respected),
+// so lookups extend into it and adoptions copy blocks back.
+class BoundedTier final : public KvTierHook {
+ public:
+  explicit BoundedTier(size_t capacity) : capacity_(capacity) {}
+  void OnEvict(int g, const BlockHash& h, std::span<const uint8_t> bytes) override {
+    const Key k{g, h.Hex()};
+    lru_.remove(k);
+    blocks_[k].assign(bytes.begin(), bytes.end());
+    lru_.push_back(k);
+    for (auto it = lru_.begin(); blocks_.size() > capacity_ && it != lru_.end();) {
+      if (pins_.count(*it)) {
+        ++it;
+        continue;
+      }
+      blocks_.erase(*it);
+      it = lru_.erase(it);
+    }
+  }
+  void OnComplete(int, const BlockHash&, std::span<const uint8_t>) override {}
+  bool Has(int g, const BlockHash& h) const override { return blocks_.count({g, h.Hex()}) != 0; }
+  bool Fill(int g, const BlockHash& h, std::span<uint8_t> dst) override {
+    auto it = blocks_.find({g, h.Hex()});
+    if (it == blocks_.end() || it->second.size() != dst.size()) return false;
+    std::copy(it->second.begin(), it->second.end(), dst.begin());
+    ++fills;
+    return true;
+  }
+  void Pin(int g, const BlockHash& h) override { ++pins_[{g, h.Hex()}]; }
+  void Unpin(int g, const BlockHash& h) override {
+    if (--pins_[{g, h.Hex()}] == 0) pins_.erase({g, h.Hex()});
+  }
+  int64_t fills = 0;
+
+ private:
+  using Key = std::pair<int, std::string>;
+  size_t capacity_;
+  std::map<Key, std::vector<uint8_t>> blocks_;
+  std::list<Key> lru_;
+  std::map<Key, int> pins_;
+};
+
 class PropertyHarness {
  public:
-  PropertyHarness(std::vector<KvGroupSpec> groups, int block, int32_t blocks, uint32_t seed)
+  PropertyHarness(std::vector<KvGroupSpec> groups, int block, int32_t blocks, uint32_t seed,
+                  KvTierHook* tier = nullptr)
       : rng_(seed), block_(block) {
     KvCacheConfig c;
     c.groups = std::move(groups);
@@ -55,6 +99,7 @@ class PropertyHarness {
       for (int l : g.layers) layers_.push_back(l);
     }
     m_ = std::move(KvCacheManager::Create(c)).value();
+    m_->SetTierHook(tier);
     // A few base prompts so new sequences share prefixes and hit the cache.
     for (int i = 0; i < 4; ++i) {
       std::vector<int32_t> base(size_t(Uniform(0, 6 * block)));
@@ -243,6 +288,22 @@ TEST(KvPropertyTest, HybridWindowAndSinks50kOps) {
   KvGroupSpec full = FullGroup(1, kHeads, kDim, KvDtype::kF32, 1);
   PropertyHarness h({win, full}, 4, 80, 99);
   h.Run(50000);
+}
+
+TEST(KvPropertyTest, FullAttentionOverATier50kOps) {
+  BoundedTier tier(64);
+  PropertyHarness h({FullGroup(2, kHeads, kDim)}, 4, 48, 4321, &tier);
+  h.Run(50000);
+  EXPECT_GT(tier.fills, 100);  // The tier really served blocks (and values were checked).
+}
+
+TEST(KvPropertyTest, HybridWindowOverATier30kOps) {
+  BoundedTier tier(48);
+  KvGroupSpec win = WindowGroup(1, kHeads, kDim, 9, 3);
+  KvGroupSpec full = FullGroup(1, kHeads, kDim, KvDtype::kF32, 1);
+  PropertyHarness h({win, full}, 4, 40, 77, &tier);
+  h.Run(30000);
+  EXPECT_GT(tier.fills, 50);
 }
 
 TEST(KvPropertyTest, BlockSizeOne30kOps) {

@@ -35,7 +35,8 @@ struct KvStats {
   int64_t num_sequences = 0;
   int64_t prefix_queries = 0;        // Lookups made for new sequences.
   int64_t prefix_query_tokens = 0;   // Prompt tokens those lookups covered.
-  int64_t prefix_hit_tokens = 0;     // Of which served from cache.
+  int64_t prefix_hit_tokens = 0;     // Of which served from cache (pool or a tier).
+  int64_t prefix_tier_hit_tokens = 0;  // Of those, copied in from an offload tier.
   int64_t cow_copies = 0;            // Shared partial blocks copied on first write.
 
   double utilization() const {

@@ -3,8 +3,10 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <future>
 #include <string>
 
+#include "base/sha256.h"
 #include "model_config/kv_groups.h"
 #include "runtime/engine_internal.h"
 
@@ -53,6 +55,25 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const Model> mode
   impl->clock = options.clock != nullptr ? options.clock : &SteadyClock::Get();
   KV_ASSIGN_OR_RETURN(impl->kv, KvCacheManager::Create(options.kv));
   impl->capacity = engine_internal::KvCapacity::Of(*impl->kv, options.contiguous_reservation);
+  if (options.tiers.enabled()) {
+    TierLayout layout;
+    layout.namespace_digest = Sha256Of(impl->kv->cache_namespace());
+    for (int g = 0; g < impl->kv->num_groups(); ++g) {
+      layout.bytes_per_block.push_back(impl->kv->sizing().bytes_per_block[size_t(g)]);
+    }
+    layout.block_size = impl->kv->block_size();
+    layout.bytes_per_token = impl->capacity.BytesPerToken();
+    layout.groups = impl->kv->config().groups;
+    KV_ASSIGN_OR_RETURN(impl->tiers, OpenTiers(options.tiers, std::move(layout), impl->clock));
+    impl->tiers->set_on_ready([impl = impl.get()] {
+      {
+        std::lock_guard<std::mutex> lock(impl->mu);
+        impl->tier_ready = true;
+      }
+      impl->wake.notify_all();
+    });
+    impl->kv->SetTierHook(impl->tiers.get());
+  }
   impl->sched = std::make_unique<Scheduler>(impl->kv.get(), so, impl->clock);
   impl->pool = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
                                                                 : ThreadPool::DefaultThreadCount());
@@ -83,6 +104,45 @@ void Engine::Stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
   // The loop is gone (or never ran): its state is ours now.
   impl_->CancelEverything();
+  if (impl_->tiers != nullptr) {
+    // What the pool and RAM still cache goes to disk, so a restarted engine finds it; then the
+    // I/O thread is joined while the loop's mutex (its wake-up target) still exists.
+    impl_->kv->DemoteAllCached();
+    impl_->tiers->SpillRamToDisk(/*clear=*/false);
+    impl_->kv->SetTierHook(nullptr);
+    impl_->tiers.reset();
+  }
+}
+
+Status Engine::Offload(OffloadTo target) {
+  if (impl_->tiers == nullptr) return Unavailable("the engine has no offload tiers");
+  std::promise<void> done;
+  auto task = [impl = impl_.get(), target, &done] {
+    impl->kv->DemoteAllCached();
+    switch (target) {
+      case OffloadTo::kRam:
+        impl->tiers->Flush();
+        break;
+      case OffloadTo::kDisk:
+        impl->tiers->SpillRamToDisk(/*clear=*/true);
+        break;
+      case OffloadTo::kBelowDisk:
+        impl->tiers->Flush();
+        impl->tiers->ClearRam();
+        break;
+    }
+    done.set_value();
+  };
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping || !impl_->started) {
+      return Unavailable("the engine is not running");
+    }
+    impl_->loop_tasks.push_back(task);
+  }
+  impl_->wake.notify_all();
+  done.get_future().wait();
+  return Status::Ok();
 }
 
 Status Engine::Impl::Validate(const RequestParams& p) const {

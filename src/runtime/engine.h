@@ -30,6 +30,8 @@
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "sampler/sampler.h"
+#include "tier/tier_config.h"
+#include "tier/tier_manager.h"
 
 namespace kvengine {
 
@@ -61,6 +63,8 @@ struct EngineOptions {
   // Time for latencies and arrival order; null: SteadyClock. Read from Submit threads and the
   // loop, so it must be thread-safe.
   const Clock* clock = nullptr;
+  // Offload tiers below the pool (host RAM, disk, Redis); all off by default (docs/tiers.md).
+  TierConfig tiers;
 };
 
 struct RequestParams {
@@ -125,6 +129,16 @@ struct EngineStats {
   Histogram ttft{Histogram::LatencyBounds()};
   Histogram itl{Histogram::LatencyBounds()};
   Histogram e2e{Histogram::LatencyBounds()};
+  bool has_tiers = false;
+  TierStats tiers;               // Meaningful when has_tiers.
+  int64_t tier_swap_ins_total = 0;  // Preempted sequences resumed with KV from a tier.
+};
+
+// Where Engine::Offload moves the pool's cached blocks (tier benchmarks, tests).
+enum class OffloadTo {
+  kRam,        // Demoted into the RAM tier (as evictions would).
+  kDisk,       // Demoted, then RAM spilled to disk and emptied: only disk (and Redis) hold them.
+  kBelowDisk,  // Demoted, then RAM emptied without spilling: only what Redis holds remains.
 };
 
 class Engine {
@@ -154,6 +168,9 @@ class Engine {
   void StopChoice(RequestId id, int choice);
 
   EngineStats Stats() const;
+  // Empties the pool's prefix cache into the tiers (see OffloadTo) and waits for the tier
+  // writes; runs on the engine thread between steps. FailedPrecondition without tiers.
+  Status Offload(OffloadTo target);
   // One line for the server log: pool size, bytes per token, the max concurrency it implies:
   // "KV pool 512 blocks x 16 tokens = 1.00 GiB (f16), 131072 bytes/token, max 2 concurrent
   // sequences at max_model_len 4096".

@@ -96,8 +96,12 @@ struct Engine::Impl {
   const Clock* clock = nullptr;
   engine_internal::KvCapacity capacity;
 
-  // Loop thread only (or the Stop() caller once the loop has joined).
+  // Loop thread only (or the Stop() caller once the loop has joined). The tiers are declared
+  // before the KV manager, which holds them as its hook, so they outlive it.
+  std::unique_ptr<TierManager> tiers;
   std::unique_ptr<KvCacheManager> kv;
+  // Requests waiting for a tier prefetch before they enter the scheduler: ticket -> request.
+  std::unordered_map<uint64_t, RequestId> parked;
   std::unique_ptr<Scheduler> sched;
   std::unique_ptr<ThreadPool> pool;
   std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> requests;
@@ -122,6 +126,8 @@ struct Engine::Impl {
   };
   static constexpr int kAllChoices = -1;
   std::vector<Cancellation> cancels;                 // Guarded by mu.
+  bool tier_ready = false;  // A prefetch completed (set by the tier I/O thread). Guarded by mu.
+  std::vector<std::function<void()>> loop_tasks;     // Run between steps. Guarded by mu.
   bool started = false, stopping = false;            // Guarded by mu.
   std::thread thread;
   std::atomic<RequestId> next_id{1};
@@ -136,7 +142,12 @@ struct Engine::Impl {
   void Loop();
   // Takes new requests and cancellations; false when stopping.
   bool WaitForWork();
-  void Accept(std::unique_ptr<ActiveRequest> r);
+  // Takes a new request: into the scheduler, or parked while its prefix is fetched from a tier.
+  void Accept(std::unique_ptr<ActiveRequest> r, bool may_prefetch = true);
+  // Starts a prefetch of the prompt's blocks that the pool and RAM miss; 0 if none is worth it.
+  uint64_t MaybePrefetch(const ActiveRequest& r);
+  void Enqueue(ActiveRequest* r);
+  void LandPrefetches();
   void CancelRequest(RequestId id);
   void StopChoiceNow(RequestId id, int choice);
   void Step();

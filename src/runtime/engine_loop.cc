@@ -41,21 +41,28 @@ void Engine::Impl::Loop() {
 bool Engine::Impl::WaitForWork() {
   std::deque<std::unique_ptr<ActiveRequest>> new_requests;
   std::vector<Cancellation> new_cancels;
+  std::vector<std::function<void()>> tasks;
   {
     std::unique_lock<std::mutex> lock(mu);
     // A stalled scheduler (nothing fitted, nothing preempted) waits for new input instead of
     // spinning; it cannot happen with requests that passed Submit's checks.
     wake.wait(lock, [&] {
-      return stopping || !inbox.empty() || !cancels.empty() || (!sched->idle() && !stalled);
+      return stopping || !inbox.empty() || !cancels.empty() || tier_ready || !loop_tasks.empty() ||
+             (!sched->idle() && !stalled);
     });
     if (stopping) return false;
     new_requests.swap(inbox);
     new_cancels.swap(cancels);
+    tasks.swap(loop_tasks);
+    if (tier_ready) stalled = false;
+    tier_ready = false;
     // Taken from the inbox, they wait in the loop now: count them there at once (Publish
     // recounts after the step), so Submit's queue limit and Stats never miss them.
     waiting_in_loop.fetch_add(static_cast<int64_t>(new_requests.size()));
   }
   if (!new_requests.empty() || !new_cancels.empty()) stalled = false;
+  for (auto& task : tasks) task();
+  LandPrefetches();
   for (auto& r : new_requests) Accept(std::move(r));
   for (const Cancellation& c : new_cancels) {
     if (c.choice == kAllChoices) {
@@ -68,7 +75,18 @@ bool Engine::Impl::WaitForWork() {
   return true;
 }
 
-void Engine::Impl::Accept(std::unique_ptr<ActiveRequest> r) {
+void Engine::Impl::Accept(std::unique_ptr<ActiveRequest> r, bool may_prefetch) {
+  ActiveRequest* req = r.get();
+  requests.emplace(r->id, std::move(r));
+  const uint64_t ticket = may_prefetch ? MaybePrefetch(*req) : 0;
+  if (ticket != 0) {
+    parked.emplace(ticket, req->id);  // Enters the scheduler when the blocks are in RAM.
+    return;
+  }
+  Enqueue(req);
+}
+
+void Engine::Impl::Enqueue(ActiveRequest* r) {
   ChoiceState& c0 = r->choices[0];
   c0.seq = r->id * kSeqsPerRequest;
   c0.exists = true;
@@ -80,8 +98,37 @@ void Engine::Impl::Accept(std::unique_ptr<ActiveRequest> r) {
   ns.seats = r->params.n;
   const Status s = sched->Add(std::move(ns));
   KV_CHECK(s.ok()) << s.ToString();  // Submit validated everything Add checks.
-  seq_owner[c0.seq] = Owner{r.get(), 0};
-  requests.emplace(r->id, std::move(r));
+  seq_owner[c0.seq] = Owner{r, 0};
+}
+
+uint64_t Engine::Impl::MaybePrefetch(const ActiveRequest& r) {
+  if (tiers == nullptr || !tiers->has_slow_tiers() || !kv->config().enable_prefix_caching) {
+    return 0;
+  }
+  const std::vector<int32_t>& prompt = r.params.prompt;
+  const int64_t b = kv->block_size();
+  const int64_t limit = (static_cast<int64_t>(prompt.size()) - 1) / b;  // One token must run.
+  const PrefixLookup look = kv->LookupPrefix(prompt, r.params.cache_salt, limit * b);
+  std::vector<std::vector<TierKey>> blocks;
+  for (int64_t j = look.cached_tokens / b; j < limit; ++j) {
+    std::vector<TierKey>& keys = blocks.emplace_back();
+    for (int g = 0; g < kv->num_groups(); ++g) keys.push_back(TierKey{look.block_hashes[size_t(j)], g});
+  }
+  return tiers->Prefetch(std::move(blocks));
+}
+
+void Engine::Impl::LandPrefetches() {
+  if (tiers == nullptr || parked.empty()) return;
+  for (uint64_t ticket : tiers->Poll()) {
+    const auto p = parked.find(ticket);
+    if (p == parked.end()) continue;
+    const auto it = requests.find(p->second);
+    parked.erase(p);
+    // Cancelled while its blocks were fetched: its final events went out already.
+    if (it == requests.end() || it->second->num_finished > 0) continue;
+    Enqueue(it->second.get());
+    stalled = false;
+  }
 }
 
 void Engine::Impl::CancelRequest(RequestId id) {
@@ -101,7 +148,9 @@ void Engine::Impl::StopChoiceNow(RequestId id, int choice) {
 }
 
 void Engine::Impl::Step() {
+  const int64_t tier_tokens_before = kv->tier_hit_tokens();
   const SchedulerOutput plan = sched->Schedule();
+  const bool tier_fills = kv->tier_hit_tokens() != tier_tokens_before;
   stalled = plan.empty() && plan.preempted.empty();
   if (plan.empty()) return;
   std::vector<SeqChunk> chunks;
@@ -112,7 +161,13 @@ void Engine::Impl::Step() {
                  sched->Tokens(c.seq).subspan(size_t(c.start_pos), size_t(c.num_tokens)), false});
   }
   // One pass for every scheduled token: the weights are read once per step.
+  const int64_t t0 = clock->NowNanos();
   const Status st = model->Forward(chunks, *kv, *pool, &forward_out);
+  // The tier cost model compares fetching with this measured prefill speed; decode-only steps
+  // say little about it.
+  if (tiers != nullptr && plan.num_tokens >= 32) {
+    tiers->ObservePrefill(plan.num_tokens, Seconds(clock->NowNanos() - t0));
+  }
   if (!st.ok()) {
     FailChunks(plan, st);
     RetireFinished();
@@ -126,6 +181,8 @@ void Engine::Impl::Step() {
     ChoiceState& ch = r->choices[size_t(o.choice)];
     const int64_t begin = c.start_pos, end = c.start_pos + c.num_tokens;
     const int64_t prompt = static_cast<int64_t>(r->params.prompt.size());
+    // A preempted sequence resumed with blocks from a tier: swapped in rather than recomputed.
+    if (c.admitted && ch.computed_hwm > 0 && tier_fills) ++counters.tier_swap_ins_total;
     if (c.admitted && r->cached_prompt_tokens < 0) {  // First admission: begin = cache hits.
       r->cached_prompt_tokens = begin;
       counters.prompt_tokens_total += prompt;
@@ -299,6 +356,8 @@ void Engine::Impl::Publish() {
     capacity_blocks += g.capacity_blocks;
   }
   counters.kv_usage = capacity_blocks > 0 ? double(used) / double(capacity_blocks) : 0.0;
+  counters.has_tiers = tiers != nullptr;
+  if (tiers != nullptr) counters.tiers = tiers->Stats();
   std::lock_guard<std::mutex> lock(stats_mu);
   published = counters;
 }
@@ -316,7 +375,7 @@ void Engine::Impl::CancelEverything() {
     queued.swap(inbox);
     cancels.clear();
   }
-  for (auto& r : queued) Accept(std::move(r));
+  for (auto& r : queued) Accept(std::move(r), /*may_prefetch=*/false);
   std::vector<RequestId> ids;
   for (const auto& [id, r] : requests) ids.push_back(id);
   std::sort(ids.begin(), ids.end());

@@ -100,6 +100,75 @@ void WriteKv(const KvStats& kv, PromWriter& w) {
   w.Counter("kv_cow_copies_total", "Shared partial blocks copied on first write.", kv.cow_copies);
 }
 
+// Offload tiers: one sample per present tier, label tier="ram|disk|redis".
+void WriteTiers(const EngineStats& s, PromWriter& w) {
+  const TierStats& t = s.tiers;
+  struct TierMetric {
+    std::string_view name, type, help;
+    double (*get)(const TierCounters&);
+  };
+  static constexpr TierMetric kMetrics[] = {
+      {"kv_tier_blocks", "gauge", "KV blocks held by an offload tier.",
+       [](const TierCounters& c) { return double(c.blocks); }},
+      {"kv_tier_bytes", "gauge", "Bytes held by an offload tier.",
+       [](const TierCounters& c) { return double(c.bytes); }},
+      {"kv_tier_capacity_bytes", "gauge", "Capacity of an offload tier (0: not bounded here).",
+       [](const TierCounters& c) { return double(c.capacity_bytes); }},
+      {"kv_tier_hits_total", "counter", "Blocks an offload tier returned.",
+       [](const TierCounters& c) { return double(c.hits); }},
+      {"kv_tier_misses_total", "counter", "Blocks an offload tier did not have (or failed).",
+       [](const TierCounters& c) { return double(c.misses); }},
+      {"kv_tier_bytes_read_total", "counter", "Bytes read from an offload tier.",
+       [](const TierCounters& c) { return double(c.bytes_read); }},
+      {"kv_tier_bytes_written_total", "counter", "Bytes written to an offload tier.",
+       [](const TierCounters& c) { return double(c.bytes_written); }},
+      {"kv_tier_errors_total", "counter", "Failed offload-tier operations.",
+       [](const TierCounters& c) { return double(c.errors); }},
+      {"kv_tier_corrupt_total", "counter", "Stored blocks that failed verification (misses).",
+       [](const TierCounters& c) { return double(c.corrupt); }},
+      {"kv_tier_bandwidth_bytes_per_second", "gauge",
+       "Measured read bandwidth of an offload tier (moving average; 0 until measured).",
+       [](const TierCounters& c) { return c.bandwidth_bytes_per_s; }},
+  };
+  for (const TierMetric& m : kMetrics) {
+    w.Header(m.name, m.type, m.help);
+    for (int k = 0; k < kNumTierKinds; ++k) {
+      if (!t.tiers[k].present) continue;
+      w.Sample(m.name, fmt::format("tier=\"{}\"", TierKindName(TierKind(k))),
+               m.get(t.tiers[k]));
+    }
+  }
+  w.Header("prefix_cache_hit_blocks_by_source_total", "counter",
+           "Blocks offload tiers put back into the pool for prefix hits, by the tier they came "
+           "from (pool hits are prefix_cache_hits_total minus these).");
+  for (int k = 0; k < kNumTierKinds; ++k) {
+    w.Sample("prefix_cache_hit_blocks_by_source_total",
+             fmt::format("source=\"{}\"", TierKindName(TierKind(k))),
+             int64_t(t.prefix_hit_blocks[k]));
+  }
+  w.Counter("prefix_cache_tier_hit_tokens_total", "Prompt tokens served by blocks from a tier.",
+            s.kv.prefix_tier_hit_tokens);
+  w.Counter("kv_tier_demotions_total", "Blocks the pool evicted into the tiers.",
+            int64_t(t.demotions));
+  w.Counter("kv_tier_writes_dropped_total", "Tier writes dropped by a full queue.",
+            int64_t(t.writes_dropped));
+  w.Counter("kv_tier_prefetches_total", "Prefetches issued for waiting requests.",
+            int64_t(t.prefetches_issued));
+  w.Counter("kv_tier_prefetches_useless_total", "Prefetches that found nothing.",
+            int64_t(t.prefetches_useless));
+  w.Counter("kv_tier_prefetches_late_total",
+            "Prefetches slower than recomputing their blocks would have been.",
+            int64_t(t.prefetches_late));
+  w.Counter("kv_tier_prefetched_blocks_total", "Blocks prefetches brought into RAM.",
+            int64_t(t.prefetched_blocks));
+  w.Counter("kv_tier_swap_ins_total", "Preempted sequences resumed with KV from a tier.",
+            s.tier_swap_ins_total);
+  w.Counter("kv_tier_redis_reconnects_total", "Reconnections to Redis.",
+            int64_t(t.redis_reconnects));
+  w.Gauge("kv_tier_redis_breaker_open", "1 while the Redis circuit breaker is open.",
+          int64_t(t.redis_breaker_open ? 1 : 0));
+}
+
 }  // namespace
 
 std::string EscapeLabelValue(const std::string& value) {
@@ -147,6 +216,7 @@ std::string FormatMetrics(const EngineStats* stats, const std::string& model_nam
     w.Counter("recomputed_tokens_total", "Positions run again after a preemption.",
               s.recomputed_tokens_total);
     w.Counter("engine_steps_total", "Batched forward passes.", s.steps_total);
+    if (s.has_tiers) WriteTiers(s, w);
     w.Histo("time_to_first_token_seconds", "Time to first token in seconds.", s.ttft);
     w.Histo("inter_token_latency_seconds", "Time between output tokens in seconds.", s.itl);
     w.Histo("e2e_request_latency_seconds", "End-to-end request latency in seconds.", s.e2e);
