@@ -33,13 +33,17 @@ void TierManager::IoLoop() {
     } else {
       RunWrite(write);
     }
+    bool drained = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       --busy_;
       if (!is_fetch) queued_write_bytes_ -= write.payload.size();
+      drained = writes_.empty();
     }
     idle_.notify_all();
-    if (is_fetch && on_ready_) on_ready_();
+    // Wake the engine after a prefetch (it lands the blocks) and when the write queue drains (it
+    // republishes the tier counters, so /metrics is current on an idle server too).
+    if ((is_fetch || drained) && on_ready_) on_ready_();
   }
 }
 

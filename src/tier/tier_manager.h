@@ -17,7 +17,8 @@
 //
 // Threads: every public method is for the engine loop thread (Stats() included). The
 // I/O thread owns the disk and Redis stores. `on_ready` is called from the I/O thread after a
-// prefetch completes, so the engine can wake up and Poll.
+// prefetch completes and when the write queue drains, so the engine can wake up, Poll, and
+// republish the tier counters.
 #pragma once
 
 #include <atomic>
