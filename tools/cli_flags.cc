@@ -88,6 +88,7 @@ Result<ResolvedModel> ResolveModel(const std::string& model) {
   c.head_dim_k = c.head_dim_v = synth->HeadDim();
   c.context_length = synth->context_length;
   c.sliding_window = synth->sliding_window;
+  c.window_pattern = WindowPatternOf(c.architecture);  // As ModelConfigFromGguf reads the file.
   return ResolvedModel{std::move(c), "synthetic:" + SyntheticSpecString(*synth)};
 }
 

@@ -1,11 +1,13 @@
 // `kvengine run`: generate text from a prompt, streaming it, then one line of figures.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <sstream>
 #include <thread>
 
+#include "base/check.h"
 #include "base/size_parse.h"
 #include "cli_flags.h"
 #include "commands.h"
@@ -92,6 +94,7 @@ int RunRun(RunFlags& f) {
   kc.model_fingerprint = mf->path;
   Result<std::unique_ptr<KvCacheManager>> kv = KvCacheManager::Create(kc);
   if (!kv.ok()) return Fail(kv.status());
+  KV_CHECK(plan->groups.size() == size_t((*kv)->num_groups()));  // Both from BuildKvGroups.
   const int threads = f.threads > 0 ? f.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(threads);
   if (mf->synthetic && !f.common.json) {
@@ -100,7 +103,14 @@ int RunRun(RunFlags& f) {
   }
   StreamDecoder stream(**tok);
   std::string text;
+  // [group] most blocks each KV group held, sampled after every generated token: what shows that
+  // a windowed group's KV stays bounded while a full group's grows with the sequence.
+  std::vector<int32_t> max_used_blocks(size_t((*kv)->num_groups()), 0);
   auto on_token = [&](int32_t id) {
+    const KvStats stats = (*kv)->Stats();
+    for (size_t g = 0; g < max_used_blocks.size(); ++g) {
+      max_used_blocks[g] = std::max(max_used_blocks[g], stats.groups[g].used_blocks);
+    }
     const std::string piece = stream.Push(id);
     text += piece;
     if (!f.common.json) {
@@ -130,6 +140,21 @@ int RunRun(RunFlags& f) {
     j["kv_bytes_in_use"] = r->kv_bytes_in_use;
     j["threads"] = threads;
     j["kernel_target"] = ActiveKernelTarget();
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    for (int g = 0; g < (*kv)->num_groups(); ++g) {
+      const KvGroupSpec& spec = (*kv)->group(g).spec();
+      const GroupPlan& gp = plan->groups[size_t(g)];
+      nlohmann::ordered_json o;
+      o["kind"] = KvGroupKindName(spec.kind);
+      o["layers"] = spec.layers.size();
+      o["window"] = spec.window;
+      o["bytes_per_block"] = gp.bytes_per_block;
+      o["planned_blocks_per_sequence"] = gp.blocks_per_sequence;
+      o["max_used_blocks"] = max_used_blocks[size_t(g)];
+      o["max_used_bytes"] = uint64_t(max_used_blocks[size_t(g)]) * gp.bytes_per_block;
+      groups.push_back(o);
+    }
+    j["kv_groups"] = groups;
     if (f.top_logits > 0) {
       nlohmann::json rows = nlohmann::json::array();
       for (const auto& row : r->prompt_top_logits) {
@@ -148,6 +173,18 @@ int RunRun(RunFlags& f) {
               prompt.size(), r->output_ids.size(), prefill_tps, decode_tps,
               dtypes->Describe().c_str(), static_cast<unsigned long long>(plan->kv_bytes_per_token),
               FormatBytes(r->kv_bytes_in_use).c_str(), threads, ActiveKernelTarget().c_str());
+  if ((*kv)->num_groups() > 1 || (*kv)->group(0).spec().windowed()) {
+    // Hybrid and windowed models: each group's peak, so a bounded window is visible.
+    std::string line;
+    for (int g = 0; g < (*kv)->num_groups(); ++g) {
+      const KvGroupSpec& spec = (*kv)->group(g).spec();
+      const uint64_t bpb = plan->groups[size_t(g)].bytes_per_block;
+      line += (g ? " | " : "") + spec.Describe() + ": at most " +
+              std::to_string(max_used_blocks[size_t(g)]) + " blocks (" +
+              FormatBytes(uint64_t(max_used_blocks[size_t(g)]) * bpb) + ")";
+    }
+    std::printf("[KV groups: %s]\n", line.c_str());
+  }
   return 0;
 }
 
@@ -159,7 +196,8 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt over the paged KV cache");
   cmd->add_option("-m,--model", f->common.model,
                   "GGUF file, or a synthetic preset generated once into the cache (tiny, small, "
-                  "llama-1b, mistral-tiny, mistral-small; random weights)")
+                  "llama-1b, mistral-tiny, mistral-small, llama3-tiny, qwen2-tiny, gemma2-tiny, "
+                  "gemma3-tiny; random weights)")
       ->capture_default_str();
   cmd->add_option("-p,--prompt", f->prompt, "Prompt text (BOS added as the model's metadata says)");
   cmd->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids (1,403,...)");

@@ -1,7 +1,8 @@
 // Model: a loaded transformer that runs a forward pass over the paged KV cache.
 //
-// Adding an architecture is adding a file: each architecture implements Model and registers a
-// loader in model_registry.cc, keyed by GGUF `general.architecture`.
+// Adding an architecture is adding a file: each architecture reads its metadata into a DecoderArch
+// (architectures.h, decoder_arch.h) and registers that reader in model_registry.cc, keyed by GGUF
+// `general.architecture`; they all run DecoderModel's forward pass.
 //
 // Threading: Forward runs on the engine thread and fans work out to the ThreadPool it was given;
 // a Model is immutable after loading, so several engines may share one (shared_ptr<const>).
@@ -54,5 +55,8 @@ class Model {
 // Loads the architecture named by the file's `general.architecture`. The file must outlive the
 // model (weights are views into its mapping).
 Result<std::unique_ptr<Model>> LoadModel(std::shared_ptr<const GgufFile> file, std::string name);
+
+// The `general.architecture` values LoadModel accepts.
+std::vector<std::string> SupportedArchitectures();
 
 }  // namespace kvengine

@@ -1,6 +1,7 @@
 #include "model_config/gguf_config.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "base/sha256.h"
 
@@ -41,7 +42,10 @@ Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f, std::string name) {
   KV_ASSIGN_OR_RETURN(int64_t k_len, IntKey(f, a + "attention.key_length", embd / heads, 1, kMaxDim));
   KV_ASSIGN_OR_RETURN(int64_t v_len, IntKey(f, a + "attention.value_length", k_len, 1, kMaxDim));
   KV_ASSIGN_OR_RETURN(int64_t ctx, IntKey(f, a + "context_length", 2048, 1, int64_t{1} << 32));
-  KV_ASSIGN_OR_RETURN(int64_t window, IntKey(f, a + "attention.sliding_window", 0, 0, int64_t{1} << 32));
+  // gemma2 files written before the key existed mean Gemma 2's 4096 (llama.cpp's default).
+  const int64_t default_window = c.architecture == "gemma2" ? 4096 : 0;
+  KV_ASSIGN_OR_RETURN(int64_t window, IntKey(f, a + "attention.sliding_window", default_window, 0,
+                                             std::numeric_limits<int>::max()));
   KV_ASSIGN_OR_RETURN(int64_t lora, IntKey(f, a + "attention.kv_lora_rank", 0, 0, kMaxDim));
   KV_ASSIGN_OR_RETURN(int64_t rope, IntKey(f, a + "rope.dimension_count", 0, 0, kMaxDim));
   c.n_layers = int(layers);
@@ -52,8 +56,7 @@ Result<ModelConfig> ModelConfigFromGguf(const GgufFile& f, std::string name) {
   c.head_dim_v = int(v_len);
   c.context_length = ctx;
   c.sliding_window = int(window);
-  if (c.architecture == "gemma2") c.window_pattern = 2;
-  if (c.architecture == "gemma3") c.window_pattern = 6;
+  c.window_pattern = WindowPatternOf(c.architecture);
   if (c.architecture == "deepseek2" && lora > 0) {
     c.kv_lora_rank = int(lora);
     c.rope_dim = int(rope);

@@ -2,6 +2,12 @@
 
 namespace kvengine {
 
+int WindowPatternOf(std::string_view architecture) {
+  if (architecture == "gemma2") return 2;
+  if (architecture == "gemma3") return 6;
+  return 1;
+}
+
 Status ModelConfig::Validate() const {
   const std::string where = "model '" + name + "': ";
   if (n_layers < 1 || n_layers > 4096) return InvalidArgument(where + "bad layer count");

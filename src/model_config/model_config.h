@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -40,5 +41,9 @@ struct ModelConfig {
   }
   Status Validate() const;
 };
+
+// The window_pattern an architecture implies (llama.cpp's swa pattern): gemma2 2 (even layers
+// windowed), gemma3 6 (layer i global when (i + 1) % 6 == 0), every other architecture 1.
+int WindowPatternOf(std::string_view architecture);
 
 }  // namespace kvengine

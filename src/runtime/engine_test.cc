@@ -114,6 +114,42 @@ TEST(EngineTest, SlidingWindowModelMatchesRunningAloneUnderPreemption) {
   EXPECT_EQ(UsedBlocks(s), 0);
 }
 
+TEST(EngineTest, HybridWindowModelsMatchRunningAloneUnderPreemption) {
+  // gemma2-tiny and gemma3-tiny: windowed (32 tokens) and global layers in one model, two KV
+  // groups in one pool. The global group grows with each sequence; 40 blocks for four requests
+  // of 130-220 tokens force preemptions, and every request must still decode what it decodes
+  // alone.
+  for (const char* preset : {"gemma2-tiny", "gemma3-tiny"}) {
+    SCOPED_TRACE(preset);
+    auto model = SyntheticModel(preset);
+    EventLog log;
+    EngineOptions o = BaseOptions(40);
+    o.max_num_batched_tokens = 32;
+    auto engine = MakeEngine(model, o);
+    std::vector<std::pair<RequestId, RequestParams>> reqs;
+    for (int i = 0; i < 4; ++i) {
+      RequestParams p;
+      p.prompt = Prompt(90 + 30 * i, i);
+      p.max_tokens = 40 + 10 * i;
+      p.sampling = Greedy();
+      p.ignore_eos = true;
+      auto id = engine->Submit(p, log.Callback());
+      ASSERT_TRUE(id.ok()) << id.status().ToString();
+      reqs.emplace_back(*id, p);
+    }
+    engine->Start();
+    for (auto& [id, p] : reqs) {
+      ASSERT_TRUE(log.WaitFinals(id, 1, 120));
+      EXPECT_EQ(log.Tokens(id), RunAlone(*model, p)) << "request " << id;
+    }
+    ASSERT_TRUE(WaitUntil([&] { return engine->Stats().requests_running == 0; }));
+    const EngineStats s = engine->Stats();
+    EXPECT_GT(s.preemptions_total, 0);
+    EXPECT_EQ(UsedBlocks(s), 0);
+    EXPECT_EQ(s.kv.groups.size(), 2u);
+  }
+}
+
 TEST(EngineTest, ChoicesShareThePromptAndMatchSeededSingleRuns) {
   auto model = TinyModel();
   EventLog log;

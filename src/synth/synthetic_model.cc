@@ -1,6 +1,7 @@
 #include "synth/synthetic_model.h"
 
 #include <array>
+#include <cmath>
 #include <span>
 #include <utility>
 #include <vector>
@@ -42,6 +43,28 @@ class TensorAdder {
     return writer_->AddTensor(name, GgmlType::kF32, dims, ConstantF32Filler(n, 1.0f, progress_));
   }
 
+  // An [n] F32 bias, uniform in +-SynthMatrixScale(fan_in) like the matrix it follows.
+  Status Bias(const std::string& name, int64_t n, int64_t fan_in) {
+    const std::array<int64_t, 1> dims = {n};
+    return writer_->AddTensor(name, GgmlType::kF32, dims,
+                              UniformFiller(GgmlType::kF32, n, SynthTensorKey(spec_.seed, name),
+                                            SynthMatrixScale(fan_in), progress_));
+  }
+
+  // An F32 vector of the given values.
+  Status Values(const std::string& name, std::vector<float> values) {
+    const std::array<int64_t, 1> dims = {int64_t(values.size())};
+    SynthProgress* progress = progress_;
+    return writer_->AddTensor(
+        name, GgmlType::kF32, dims, [values = std::move(values), progress](GgufSink& sink) {
+          std::span<const uint8_t> b(reinterpret_cast<const uint8_t*>(values.data()),
+                                     values.size() * sizeof(float));
+          KV_RETURN_IF_ERROR(sink.Write(b));
+          if (progress != nullptr) progress->Add(b.size(), true);
+          return Status::Ok();
+        });
+  }
+
  private:
   const SyntheticModelSpec& spec_;
   GgufWriter* writer_;
@@ -70,7 +93,39 @@ Status AddHyperParameters(const SyntheticModelSpec& s, GgufWriter& w) {
     KV_RETURN_IF_ERROR(w.AddU32(a + "attention.sliding_window", u32(s.sliding_window)));
   }
   KV_RETURN_IF_ERROR(w.AddF32(a + "rope.freq_base", s.rope_theta));
+  if (s.architecture == "gemma2") {  // Validate: both caps > 0 on gemma2.
+    KV_RETURN_IF_ERROR(w.AddF32(a + "attn_logit_softcapping", s.attn_softcap));
+  }
+  if (s.final_softcap > 0) {
+    KV_RETURN_IF_ERROR(w.AddF32(a + "final_logit_softcapping", s.final_softcap));
+  }
   return w.AddF32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+}
+
+// Llama-3.1's rope_freqs as its converter computes them (factor 8, low_freq_factor 1,
+// high_freq_factor 4, original context 8192): pair i of frequency f = theta^(-2i / head_dim) has
+// wavelength 2 pi / f; short wavelengths keep factor 1, long ones get 8, the band between is
+// interpolated.
+std::vector<float> Llama3RopeFactors(float theta, int head_dim) {
+  constexpr double kFactor = 8, kLowFreqFactor = 1, kHighFreqFactor = 4, kOriginalContext = 8192;
+  constexpr double kPi = 3.14159265358979323846;
+  const double low_freq_wavelen = kOriginalContext / kLowFreqFactor;
+  const double high_freq_wavelen = kOriginalContext / kHighFreqFactor;
+  std::vector<float> factors;
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const double freq = std::pow(double(theta), -2.0 * i / double(head_dim));
+    const double wavelen = 2 * kPi / freq;
+    double factor = 1;
+    if (wavelen > low_freq_wavelen) {
+      factor = kFactor;
+    } else if (wavelen >= high_freq_wavelen) {
+      const double smooth =
+          (kOriginalContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+      factor = 1 / ((1 - smooth) / kFactor + smooth);
+    }
+    factors.push_back(float(factor));
+  }
+  return factors;
 }
 
 Status AddTokenizer(const SyntheticModelSpec& s, GgufWriter& w) {
@@ -93,18 +148,35 @@ Status AddTensors(const SyntheticModelSpec& s, GgufWriter& w, SynthProgress* pro
   const int64_t embd = s.n_embd;
   const int64_t q_dim = int64_t{s.n_heads} * s.HeadDim();
   const int64_t kv_dim = int64_t{s.n_kv_heads} * s.HeadDim();
+  const bool qwen2 = s.architecture == "qwen2";
+  const bool gemma = s.architecture == "gemma2" || s.architecture == "gemma3";
+  const bool qk_norm = s.architecture == "gemma3";
   KV_RETURN_IF_ERROR(t.Matrix("token_embd.weight", embd, s.n_vocab));
+  if (s.rope_freqs) {
+    KV_RETURN_IF_ERROR(t.Values("rope_freqs.weight", Llama3RopeFactors(s.rope_theta, s.HeadDim())));
+  }
   for (int layer = 0; layer < s.n_layers; ++layer) {
     const std::string p = fmt::format("blk.{}.", layer);
     KV_RETURN_IF_ERROR(t.Norm(p + "attn_norm.weight", embd));
     KV_RETURN_IF_ERROR(t.Matrix(p + "attn_q.weight", embd, q_dim));
     KV_RETURN_IF_ERROR(t.Matrix(p + "attn_k.weight", embd, kv_dim));
     KV_RETURN_IF_ERROR(t.Matrix(p + "attn_v.weight", embd, kv_dim));
+    if (qwen2) {
+      KV_RETURN_IF_ERROR(t.Bias(p + "attn_q.bias", q_dim, embd));
+      KV_RETURN_IF_ERROR(t.Bias(p + "attn_k.bias", kv_dim, embd));
+      KV_RETURN_IF_ERROR(t.Bias(p + "attn_v.bias", kv_dim, embd));
+    }
+    if (qk_norm) {
+      KV_RETURN_IF_ERROR(t.Norm(p + "attn_q_norm.weight", s.HeadDim()));
+      KV_RETURN_IF_ERROR(t.Norm(p + "attn_k_norm.weight", s.HeadDim()));
+    }
     KV_RETURN_IF_ERROR(t.Matrix(p + "attn_output.weight", q_dim, embd));
+    if (gemma) KV_RETURN_IF_ERROR(t.Norm(p + "post_attention_norm.weight", embd));
     KV_RETURN_IF_ERROR(t.Norm(p + "ffn_norm.weight", embd));
     KV_RETURN_IF_ERROR(t.Matrix(p + "ffn_gate.weight", embd, s.n_ff));
     KV_RETURN_IF_ERROR(t.Matrix(p + "ffn_up.weight", embd, s.n_ff));
     KV_RETURN_IF_ERROR(t.Matrix(p + "ffn_down.weight", s.n_ff, embd));
+    if (gemma) KV_RETURN_IF_ERROR(t.Norm(p + "post_ffw_norm.weight", embd));
   }
   KV_RETURN_IF_ERROR(t.Norm("output_norm.weight", embd));
   if (!s.tied_output) KV_RETURN_IF_ERROR(t.Matrix("output.weight", embd, s.n_vocab));

@@ -7,14 +7,15 @@
 //   {arch}.block_count, {arch}.feed_forward_length, {arch}.attention.head_count,
 //   {arch}.attention.head_count_kv, {arch}.rope.dimension_count (= head_dim) (all u32),
 //   {arch}.attention.key_length and .value_length (u32, only when head_dim != n_embd / n_heads),
-//   {arch}.attention.sliding_window (u32, only when > 0), {arch}.rope.freq_base and
+//   {arch}.attention.sliding_window (u32, only when > 0), {arch}.rope.freq_base (f32),
+//   {arch}.attn_logit_softcapping (f32, gemma2), {arch}.final_logit_softcapping (f32, when > 0),
 //   {arch}.attention.layer_norm_rms_epsilon (f32), tokenizer.ggml.model = "llama",
 //   tokenizer.ggml.tokens / .scores / .token_type (synthetic_vocab.h), tokenizer.ggml.bos_token_id,
 //   .eos_token_id, .unknown_token_id (u32), tokenizer.ggml.add_bos_token (true),
 //   .add_eos_token (false), and kvengine.synthetic.spec (string, SyntheticSpecString) which marks
 //   the file as synthetic: its weights are random and its text meaningless.
-// Tensors: as listed in synthetic_spec.h, in the order token_embd, blk.0.* .. blk.N-1.*,
-// output_norm, output; weights from weight_fill.h, deterministic in the spec.
+// Tensors: as listed in synthetic_spec.h, in the order token_embd, rope_freqs, blk.0.* ..
+// blk.N-1.*, output_norm, output; weights from weight_fill.h, deterministic in the spec.
 #pragma once
 
 #include <cstdint>

@@ -45,18 +45,32 @@ std::vector<ExpectedTensor> ExpectedTensors(const SyntheticModelSpec& s) {
   const GgmlType w = s.weight_type;
   const int64_t e = s.n_embd, q = int64_t{s.n_heads} * s.HeadDim();
   const int64_t kv = int64_t{s.n_kv_heads} * s.HeadDim();
+  const GgmlType f32 = GgmlType::kF32;
+  const bool gemma = s.architecture == "gemma2" || s.architecture == "gemma3";
   std::vector<ExpectedTensor> out = {{"token_embd.weight", w, {e, s.n_vocab}}};
+  if (s.rope_freqs) out.push_back({"rope_freqs.weight", f32, {s.HeadDim() / 2}});
   for (int l = 0; l < s.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    out.push_back({p + "attn_norm.weight", GgmlType::kF32, {e}});
+    out.push_back({p + "attn_norm.weight", f32, {e}});
     out.push_back({p + "attn_q.weight", w, {e, q}});
     out.push_back({p + "attn_k.weight", w, {e, kv}});
     out.push_back({p + "attn_v.weight", w, {e, kv}});
+    if (s.architecture == "qwen2") {
+      out.push_back({p + "attn_q.bias", f32, {q}});
+      out.push_back({p + "attn_k.bias", f32, {kv}});
+      out.push_back({p + "attn_v.bias", f32, {kv}});
+    }
+    if (s.architecture == "gemma3") {
+      out.push_back({p + "attn_q_norm.weight", f32, {s.HeadDim()}});
+      out.push_back({p + "attn_k_norm.weight", f32, {s.HeadDim()}});
+    }
     out.push_back({p + "attn_output.weight", w, {q, e}});
-    out.push_back({p + "ffn_norm.weight", GgmlType::kF32, {e}});
+    if (gemma) out.push_back({p + "post_attention_norm.weight", f32, {e}});
+    out.push_back({p + "ffn_norm.weight", f32, {e}});
     out.push_back({p + "ffn_gate.weight", w, {e, s.n_ff}});
     out.push_back({p + "ffn_up.weight", w, {e, s.n_ff}});
     out.push_back({p + "ffn_down.weight", w, {s.n_ff, e}});
+    if (gemma) out.push_back({p + "post_ffw_norm.weight", f32, {e}});
   }
   out.push_back({"output_norm.weight", GgmlType::kF32, {e}});
   if (!s.tied_output) out.push_back({"output.weight", w, {e, s.n_vocab}});
@@ -161,6 +175,44 @@ TEST(SyntheticModelTest, EveryWeightTypeAndWindowReadsBack) {
     EXPECT_EQ(c->sliding_window, spec->sliding_window) << text;
     EXPECT_EQ(c->context_length, spec->context_length) << text;
   }
+}
+
+TEST(SyntheticModelTest, EveryArchitecturePresetWritesItsTensorsAndKeys) {
+  ScopedTempDir dir;
+  for (const char* text : {"llama3-tiny", "qwen2-tiny:weight_type=q8_0",
+                           "gemma2-tiny:weight_type=f16", "gemma3-tiny:weight_type=bf16"}) {
+    Result<SyntheticModelSpec> spec = ParseSyntheticSpec(text);
+    ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().ToString();
+    const std::string path = dir.File(spec->name + ".gguf");
+    std::unique_ptr<GgufFile> f = WriteAndOpen(*spec, path);
+    ASSERT_NE(f, nullptr) << text;
+    EXPECT_EQ(std::filesystem::file_size(path), SyntheticModelBytes(*spec)) << text;
+    ExpectTensors(*f, *spec);
+    Result<ModelConfig> c = ModelConfigFromGguf(*f, spec->name);
+    ASSERT_TRUE(c.ok()) << text << ": " << c.status().ToString();
+    EXPECT_EQ(c->architecture, spec->architecture);
+    EXPECT_EQ(c->sliding_window, spec->sliding_window) << text;
+    EXPECT_EQ(c->window_pattern, WindowPatternOf(spec->architecture)) << text;
+    const std::string a = spec->architecture + ".";
+    EXPECT_EQ(f->Has(a + "attn_logit_softcapping"), spec->architecture == "gemma2") << text;
+    EXPECT_EQ(f->Has(a + "final_logit_softcapping"), spec->final_softcap > 0) << text;
+    if (spec->architecture == "gemma2") {
+      EXPECT_EQ(*f->GetF32("gemma2.attn_logit_softcapping"), 50.0f);
+      EXPECT_EQ(*f->GetF32("gemma2.final_logit_softcapping"), 30.0f);
+    }
+  }
+  // Llama-3.1's frequency factors for theta 5e5 and head_dim 16: 1 for short wavelengths, 8 for
+  // long ones, one interpolated pair between.
+  std::unique_ptr<GgufFile> l3 =
+      WriteAndOpen(*FindSyntheticPreset("llama3-tiny"), dir.File("l3.gguf"));
+  ASSERT_NE(l3, nullptr);
+  std::vector<float> factors(8);
+  DecodeWeights(GgmlType::kF32, l3->FindTensor("rope_freqs.weight")->data, factors);
+  EXPECT_EQ(factors[0], 1.0f);
+  EXPECT_EQ(factors[3], 1.0f);
+  EXPECT_GT(factors[4], 1.0f);
+  EXPECT_LT(factors[4], 8.0f);
+  EXPECT_EQ(factors[7], 8.0f);
 }
 
 TEST(SyntheticModelTest, TiedOutputHasNoOutputWeight) {

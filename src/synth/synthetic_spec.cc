@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -93,6 +94,45 @@ SyntheticModelSpec Tiny() {
   return s;
 }
 
+bool IsGemma(std::string_view arch) { return arch == "gemma2" || arch == "gemma3"; }
+
+// One tiny model per architecture, for end-to-end tests of each (2-6 layers of 64 wide).
+SyntheticModelSpec Llama3Tiny() {
+  SyntheticModelSpec s = Tiny();
+  s.name = "llama3-tiny";
+  s.n_heads = 8;
+  s.n_kv_heads = 2;  // GQA 4:1, as Llama-3-8B's 32 query heads over 8 KV heads.
+  s.head_dim = 16;   // q_dim 128 > n_embd 64: key_length is written.
+  s.context_length = 1024;
+  s.rope_theta = 500000.0f;
+  s.rms_eps = 1e-5f;
+  s.rope_freqs = true;
+  return s;
+}
+
+SyntheticModelSpec Qwen2Tiny() {
+  SyntheticModelSpec s = Tiny();
+  s.name = "qwen2-tiny";
+  s.architecture = "qwen2";
+  s.context_length = 1024;
+  s.rope_theta = 1000000.0f;
+  s.rms_eps = 1e-6f;
+  s.tied_output = true;  // As Qwen2.5-0.5B.
+  return s;
+}
+
+SyntheticModelSpec GemmaTiny(const char* name, const char* arch) {
+  SyntheticModelSpec s = Tiny();
+  s.name = name;
+  s.architecture = arch;
+  s.head_dim = 32;  // q_dim 128 != n_embd 64, as Gemma's head_dim 256 at n_embd 2304.
+  s.context_length = 1024;
+  s.sliding_window = 32;  // Two blocks of 16: tests of a few hundred tokens slide it.
+  s.rms_eps = 1e-6f;
+  s.tied_output = true;
+  return s;
+}
+
 SyntheticModelSpec Small() {
   SyntheticModelSpec s;
   s.name = "small";
@@ -144,6 +184,33 @@ Status SyntheticModelSpec::Validate() const {
   if (!(std::isfinite(rms_eps) && rms_eps > 0 && rms_eps < 1)) {
     return InvalidArgument(fmt::format("synthetic model: rms_eps {} must be in (0, 1)", rms_eps));
   }
+  if (rope_freqs && architecture != "llama") {
+    return InvalidArgument(fmt::format(
+        "synthetic model: rope_freqs is a llama (Llama-3) tensor, not one of '{}'", architecture));
+  }
+  if (rope_freqs && HeadDim() % 2 != 0) {
+    return InvalidArgument("synthetic model: rope_freqs needs an even head_dim");
+  }
+  for (const auto& [field, cap] : {std::pair{"attn_softcap", attn_softcap},
+                                   std::pair{"final_softcap", final_softcap}}) {
+    if (!(std::isfinite(cap) && cap >= 0)) {
+      return InvalidArgument(fmt::format("synthetic model: {} {} must be >= 0", field, cap));
+    }
+  }
+  if (architecture == "gemma2" && (attn_softcap <= 0 || final_softcap <= 0)) {
+    return InvalidArgument("synthetic model: gemma2 needs attn_softcap and final_softcap > 0");
+  }
+  if (attn_softcap > 0 && architecture != "gemma2") {
+    return InvalidArgument(fmt::format(
+        "synthetic model: attn_softcap is gemma2's; architecture '{}' has none", architecture));
+  }
+  if (final_softcap > 0 && !IsGemma(architecture)) {
+    return InvalidArgument(fmt::format(
+        "synthetic model: final_softcap is gemma's; architecture '{}' has none", architecture));
+  }
+  if (IsGemma(architecture) && !tied_output) {
+    return InvalidArgument("synthetic model: gemma ties its output to token_embd (tied_output)");
+  }
   if (!IsSupportedWeightType(weight_type)) {
     return InvalidArgument(
         fmt::format("synthetic model: weight_type {} is not supported (f32, f16, bf16, q8_0)",
@@ -191,19 +258,36 @@ Result<SyntheticModelSpec> FindSyntheticPreset(std::string_view name) {
     s.sliding_window = 1024;
     return s;
   }
+  if (name == "llama3-tiny") return Llama3Tiny();
+  if (name == "qwen2-tiny") return Qwen2Tiny();
+  if (name == "gemma2-tiny") {
+    SyntheticModelSpec s = GemmaTiny("gemma2-tiny", "gemma2");
+    s.n_layers = 4;  // Layers 0 and 2 windowed, 1 and 3 global.
+    s.attn_softcap = 50.0f;  // Gemma 2's values.
+    s.final_softcap = 30.0f;
+    return s;
+  }
+  if (name == "gemma3-tiny") {
+    SyntheticModelSpec s = GemmaTiny("gemma3-tiny", "gemma3");
+    s.n_layers = 6;  // Layers 0-4 windowed, 5 global.
+    s.rope_theta = 1000000.0f;  // Global layers; windowed ones use 10000.
+    return s;
+  }
   return NotFound(fmt::format("unknown synthetic model preset '{}' (known: {})", name,
                               fmt::join(SyntheticPresetNames(), ", ")));
 }
 
 std::vector<std::string> SyntheticPresetNames() {
-  return {"tiny", "small", "llama-1b", "mistral-tiny", "mistral-small"};
+  return {"tiny",        "small",      "llama-1b",    "mistral-tiny", "mistral-small",
+          "llama3-tiny", "qwen2-tiny", "gemma2-tiny", "gemma3-tiny"};
 }
 
 std::vector<std::string> SyntheticSpecKeys() {
   return {"name",    "architecture",   "n_layers",       "n_embd",
           "n_heads", "n_kv_heads",     "head_dim",       "n_ff",
           "n_vocab", "context_length", "sliding_window", "rope_theta",
-          "rms_eps", "weight_type",    "tied_output",    "seed"};
+          "rms_eps", "weight_type",    "tied_output",    "seed",
+          "rope_freqs", "attn_softcap", "final_softcap"};
 }
 
 Status ApplySyntheticOverride(std::string_view key, std::string_view value,
@@ -251,6 +335,12 @@ Status ApplySyntheticOverride(std::string_view key, std::string_view value,
     KV_RETURN_IF_ERROR(ParseBool(key, value, &s.tied_output));
   } else if (key == "seed") {
     KV_RETURN_IF_ERROR(ParseInt(key, value, &s.seed));
+  } else if (key == "rope_freqs") {
+    KV_RETURN_IF_ERROR(ParseBool(key, value, &s.rope_freqs));
+  } else if (key == "attn_softcap") {
+    KV_RETURN_IF_ERROR(ParseFloat(key, value, &s.attn_softcap));
+  } else if (key == "final_softcap") {
+    KV_RETURN_IF_ERROR(ParseFloat(key, value, &s.final_softcap));
   } else {
     return InvalidArgument(fmt::format("synthetic model: unknown key '{}' (known: {})", key,
                                        fmt::join(SyntheticSpecKeys(), ", ")));
@@ -290,10 +380,11 @@ std::string SyntheticSpecString(const SyntheticModelSpec& s) {
   return fmt::format(
       "name={},architecture={},n_layers={},n_embd={},n_heads={},n_kv_heads={},head_dim={},"
       "n_ff={},n_vocab={},context_length={},sliding_window={},rope_theta={},rms_eps={},"
-      "weight_type={},tied_output={},seed={}",
+      "weight_type={},tied_output={},seed={},rope_freqs={},attn_softcap={},final_softcap={}",
       s.name, s.architecture, s.n_layers, s.n_embd, s.n_heads, s.n_kv_heads, s.HeadDim(), s.n_ff,
       s.n_vocab, s.context_length, s.sliding_window, s.rope_theta, s.rms_eps,
-      GgmlTypeName(s.weight_type), s.tied_output ? "true" : "false", s.seed);
+      GgmlTypeName(s.weight_type), s.tied_output ? "true" : "false", s.seed,
+      s.rope_freqs ? "true" : "false", s.attn_softcap, s.final_softcap);
 }
 
 std::string SyntheticSpecHash(const SyntheticModelSpec& spec) {
@@ -307,12 +398,18 @@ int64_t SyntheticModelParams(const SyntheticModelSpec& s) {
   const int64_t embd = s.n_embd;
   const int64_t q_dim = int64_t{s.n_heads} * s.HeadDim();
   const int64_t kv_dim = int64_t{s.n_kv_heads} * s.HeadDim();
-  const int64_t per_layer = 2 * embd                       // attn_norm, ffn_norm
-                            + embd * (q_dim + 2 * kv_dim)  // attn_q, attn_k, attn_v
-                            + q_dim * embd                 // attn_output
-                            + 3 * embd * s.n_ff;           // ffn_gate, ffn_up, ffn_down
+  const bool gemma = IsGemma(s.architecture);
+  const int64_t per_layer =
+      2 * embd                                                // attn_norm, ffn_norm
+      + embd * (q_dim + 2 * kv_dim)                           // attn_q, attn_k, attn_v
+      + q_dim * embd                                          // attn_output
+      + 3 * embd * s.n_ff                                     // ffn_gate, ffn_up, ffn_down
+      + (s.architecture == "qwen2" ? q_dim + 2 * kv_dim : 0)  // attn_q/k/v.bias
+      + (gemma ? 2 * embd : 0)                                // post_attention/ffw_norm
+      + (s.architecture == "gemma3" ? 2 * s.HeadDim() : 0);   // attn_q/k_norm
   const int64_t vocab = int64_t{s.n_vocab} * embd * (s.tied_output ? 1 : 2);
-  return vocab + embd + per_layer * s.n_layers;
+  const int64_t rope = s.rope_freqs ? s.HeadDim() / 2 : 0;
+  return vocab + embd + rope + per_layer * s.n_layers;
 }
 
 }  // namespace kvengine

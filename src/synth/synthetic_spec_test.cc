@@ -44,12 +44,40 @@ TEST(SyntheticSpecTest, ParamsCountEveryTensor) {
   EXPECT_EQ(SyntheticModelParams(s), 512 * 64 + 64 + 2 * per_layer);
 }
 
+TEST(SyntheticSpecTest, ArchitecturePresetsAndTheirTensors) {
+  const SyntheticModelSpec l3 = *FindSyntheticPreset("llama3-tiny");
+  EXPECT_EQ(l3.architecture, "llama");
+  EXPECT_TRUE(l3.rope_freqs);
+  EXPECT_EQ(l3.n_heads / l3.n_kv_heads, 4);
+  const SyntheticModelSpec q = *FindSyntheticPreset("qwen2-tiny");
+  EXPECT_EQ(q.architecture, "qwen2");
+  const SyntheticModelSpec g2 = *FindSyntheticPreset("gemma2-tiny");
+  EXPECT_EQ(g2.architecture, "gemma2");
+  EXPECT_EQ(g2.attn_softcap, 50.0f);
+  EXPECT_EQ(g2.final_softcap, 30.0f);
+  EXPECT_GT(g2.sliding_window, 0);
+  const SyntheticModelSpec g3 = *FindSyntheticPreset("gemma3-tiny");
+  EXPECT_EQ(g3.architecture, "gemma3");
+  EXPECT_EQ(g3.n_layers, 6);  // Five windowed layers, then a global one.
+  // Parameters: each architecture's extra tensors on top of the llama ones.
+  auto llama_like = [](SyntheticModelSpec s) {
+    s.architecture = "llama";
+    s.rope_freqs = false;
+    s.attn_softcap = s.final_softcap = 0;
+    return SyntheticModelParams(s);
+  };
+  EXPECT_EQ(SyntheticModelParams(l3), llama_like(l3) + 8);  // rope_freqs [head_dim / 2].
+  EXPECT_EQ(SyntheticModelParams(q), llama_like(q) + 2 * (64 + 2 * 32));  // q/k/v biases.
+  EXPECT_EQ(SyntheticModelParams(g2), llama_like(g2) + 4 * 2 * 64);       // Post norms.
+  EXPECT_EQ(SyntheticModelParams(g3), llama_like(g3) + 6 * (2 * 64 + 2 * 32));  // + q/k norms.
+}
+
 TEST(SyntheticSpecTest, OverridesSetEveryField) {
   SyntheticModelSpec s = *FindSyntheticPreset("tiny");
   Status st = ApplySyntheticOverrides(
       " n_layers=4, weight_type=Q8_0,name=my-model,architecture=llama,n_embd=128,n_heads=8,"
       "n_kv_heads=1,head_dim=32,n_ff=256,n_vocab=1000,context_length=8k,sliding_window=16,"
-      "rope_theta=500000,rms_eps=1e-6,tied_output=yes,seed=42,",
+      "rope_theta=500000,rms_eps=1e-6,tied_output=yes,seed=42,rope_freqs=1,",
       &s);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(s.n_layers, 4);
@@ -67,7 +95,15 @@ TEST(SyntheticSpecTest, OverridesSetEveryField) {
   EXPECT_FLOAT_EQ(s.rms_eps, 1e-6f);
   EXPECT_TRUE(s.tied_output);
   EXPECT_EQ(s.seed, 42u);
+  EXPECT_TRUE(s.rope_freqs);
   EXPECT_TRUE(ApplySyntheticOverrides("", &s).ok());
+  SyntheticModelSpec g = *FindSyntheticPreset("gemma2-tiny");
+  ASSERT_TRUE(ApplySyntheticOverrides("attn_softcap=20,final_softcap=15.5", &g).ok());
+  EXPECT_EQ(g.attn_softcap, 20.0f);
+  EXPECT_EQ(g.final_softcap, 15.5f);
+  SyntheticModelSpec g_back = *FindSyntheticPreset("small");
+  ASSERT_TRUE(ApplySyntheticOverrides(SyntheticSpecString(g), &g_back).ok());
+  EXPECT_EQ(SyntheticSpecString(g_back), SyntheticSpecString(g));
 
   // The canonical string parses back to the same spec and hash.
   SyntheticModelSpec back = *FindSyntheticPreset("small");
@@ -102,6 +138,13 @@ TEST(SyntheticSpecTest, BadOverridesAreClearErrors) {
       {"name=../x", "name '../x'"},
       {"architecture=Llama", "architecture 'Llama'"},
       {"context_length=lots", "context_length: 'lots'"},
+      {"rope_freqs=2", "rope_freqs: '2'"},
+      {"architecture=qwen2,rope_freqs=true", "rope_freqs is a llama"},
+      {"attn_softcap=50", "attn_softcap is gemma2's"},
+      {"final_softcap=30", "final_softcap is gemma's"},
+      {"final_softcap=-1", "final_softcap -1 must be >= 0"},
+      {"architecture=gemma2,tied_output=true", "gemma2 needs attn_softcap and final_softcap"},
+      {"architecture=gemma3", "gemma ties its output"},
   };
   for (const Case& c : cases) {
     SyntheticModelSpec s = *FindSyntheticPreset("tiny");
@@ -134,7 +177,8 @@ TEST(SyntheticSpecTest, HashChangesWithEveryField) {
                            "n_heads=8",        "n_kv_heads=4",     "head_dim=32",
                            "n_ff=256",         "n_vocab=600",      "context_length=1024",
                            "sliding_window=8", "rope_theta=1000",  "rms_eps=1e-6",
-                           "weight_type=f16",  "tied_output=true", "seed=1"};
+                           "weight_type=f16",  "tied_output=true", "seed=1",
+                           "rope_freqs=true"};
   for (const char* change : changes) {
     SyntheticModelSpec s = base;
     ASSERT_TRUE(ApplySyntheticOverrides(change, &s).ok()) << change;

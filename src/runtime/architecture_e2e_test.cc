@@ -1,0 +1,245 @@
+// Every architecture and weight type end to end on its tiny synthetic model (#7): the preset of
+// each architecture (llama, mistral, Llama-3, qwen2, gemma2, gemma3) in every synthetic weight
+// type (f32, f16, bf16, q8_0) through load, prefill and greedy decode over the paged KV cache:
+//   * paged (blocks of 16) and contiguous (one block per sequence, the layout
+//     PagedAttentionBatch documents as contiguous) give the same tokens and the same logits bits,
+//     for every KV dtype; so do chunked prefill and a prefix-cache hit;
+//   * each KV dtype's teacher-forced logits stay within its named budget of f32 KV's;
+//   * a mixed batch gives every sequence the logits it gets alone (batch invariance);
+//   * the windowed layers' KV stays bounded while the full layers' grows (gemma2/3, mistral).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/generator.h"
+#include "runtime/runtime_test_util.h"
+#include "synth/model_cache.h"
+#include "synth/synthetic_spec.h"
+
+namespace kvengine {
+namespace {
+
+constexpr const char* kPresets[] = {"tiny",       "mistral-tiny", "llama3-tiny",
+                                    "qwen2-tiny", "gemma2-tiny",  "gemma3-tiny"};
+constexpr const char* kWeightTypes[] = {"f32", "f16", "bf16", "q8_0"};
+
+// Largest |logit - f32 KV's logit| over 120 teacher-forced positions, per KV dtype, for every
+// preset and weight type. Logits of these models reach |2-3|. Measured maxima over the 24 models
+// (the deepest, gemma3-tiny's 6 layers, err most): f16 0.0014, bf16 0.011, fp8_e4m3 0.18,
+// fp8_e5m2 0.36, int8 0.036, int4 0.62. Budgets are about 3x those, so that rounding noise passes
+// while a broken codec or a layer reading another layer's dtype (errors of the logits' own size)
+// fails.
+float LogitBudget(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kF32:
+      return 0.0f;
+    case KvDtype::kF16:
+      return 0.005f;
+    case KvDtype::kBF16:
+      return 0.03f;
+    case KvDtype::kFp8E4M3:
+      return 0.5f;
+    case KvDtype::kFp8E5M2:
+      return 1.0f;
+    case KvDtype::kInt8:
+      return 0.1f;
+    case KvDtype::kInt4:
+      return 1.5f;
+  }
+  return 0.0f;
+}
+// Q8_0 weights multiply activations quantized to q8_0 (as llama.cpp): a KV rounding that moves an
+// activation across a code boundary moves the next layer's sums by a whole code step, so every
+// KV dtype errs more there (measured up to 0.062 with f16 KV, where float weights err 0.0014).
+constexpr float kQ8_0WeightsSlack = 0.15f;
+
+// The preset with `weight_type`, generated once per test process.
+std::shared_ptr<const Model> Synthetic(const std::string& preset, const std::string& weight_type) {
+  static std::map<std::string, std::shared_ptr<const Model>> cache;
+  const std::string text = preset + ":weight_type=" + weight_type;
+  auto it = cache.find(text);
+  if (it != cache.end()) return it->second;
+  auto spec = ParseSyntheticSpec(text);
+  KV_CHECK(spec.ok()) << spec.status().ToString();
+  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
+                           ("kvengine_arch_e2e_" + std::to_string(::getpid())))
+                              .string();
+  auto path = EnsureSyntheticModel(*spec, dir);
+  KV_CHECK(path.ok()) << path.status().ToString();
+  testing::LoadedModel m = testing::LoadForTest(*path);
+  std::shared_ptr<const Model> model(std::move(m.model));
+  cache.emplace(text, model);
+  return model;
+}
+
+std::vector<int32_t> Prompt(int n, int salt = 0) {
+  std::vector<int32_t> p = {1};
+  for (int i = 1; i < n; ++i) p.push_back(3 + (i * 37 + salt * 101) % 500);
+  return p;
+}
+
+GenerateOptions Greedy(int n) {
+  GenerateOptions o;
+  o.max_new_tokens = n;
+  o.sampling.temperature = 0;
+  o.stop_at_eos = false;
+  return o;
+}
+
+// Contiguous: one block of 256 tokens per group holds the whole sequence.
+constexpr int kContiguousBlock = 256;
+constexpr int64_t kCtx = 256;
+
+std::unique_ptr<KvCacheManager> Kv(const Model& m, KvDtype dtype, int block_size,
+                                   bool prefix = false) {
+  const int32_t blocks = block_size == kContiguousBlock ? 8 : 128;
+  return testing::MakeKv(m, dtype, kCtx, block_size, prefix, blocks);
+}
+
+TEST(ArchitectureE2eTest, PagedEqualsContiguousForEveryKvDtype) {
+  ThreadPool pool(2);
+  const auto prompt = Prompt(70);  // Past both windows (32, 64) before decoding starts.
+  for (size_t pi = 0; pi < std::size(kPresets); ++pi) {
+    const char* preset = kPresets[pi];
+    for (size_t di = 0; di < std::size(kAllKvDtypes); ++di) {
+      // Every (preset, KV dtype) pair, and every (preset, weight type) pair along the way: the
+      // weight type turns with the dtype (the layout does not touch the weights).
+      const KvDtype dtype = kAllKvDtypes[di];
+      const char* wt = kWeightTypes[(pi + di) % std::size(kWeightTypes)];
+      SCOPED_TRACE(std::string(preset) + " " + wt + " KV " + std::string(KvDtypeName(dtype)));
+      auto model = Synthetic(preset, wt);
+      auto paged_kv = Kv(*model, dtype, 16);
+      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, Greedy(16));
+      ASSERT_TRUE(paged.ok()) << paged.status().ToString();
+      auto contiguous_kv = Kv(*model, dtype, kContiguousBlock);
+      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, Greedy(16));
+      ASSERT_TRUE(contiguous.ok()) << contiguous.status().ToString();
+      EXPECT_EQ(paged->output_ids, contiguous->output_ids);
+      EXPECT_EQ(paged->last_logits, contiguous->last_logits);
+      // Chunked prefill (chunks of 7) and then a prefix-cache hit on the same prompt.
+      auto cached_kv = Kv(*model, dtype, 16, /*prefix=*/true);
+      GenerateOptions chunked = Greedy(16);
+      chunked.prefill_chunk = 7;
+      auto first = Generate(*model, *cached_kv, pool, 1, prompt, chunked);
+      ASSERT_TRUE(first.ok()) << first.status().ToString();
+      EXPECT_EQ(first->output_ids, paged->output_ids);
+      EXPECT_EQ(first->last_logits, paged->last_logits);
+      auto hit = Generate(*model, *cached_kv, pool, 2, prompt, Greedy(16));
+      ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+      EXPECT_EQ(hit->cached_prompt_tokens, 64);  // Four whole blocks of the 70-token prompt.
+      EXPECT_EQ(hit->output_ids, paged->output_ids);
+      EXPECT_EQ(hit->last_logits, paged->last_logits);
+    }
+  }
+}
+
+// All logits of `ids` (teacher forcing) in one forward pass.
+std::vector<float> TeacherForced(const Model& m, KvDtype dtype, std::span<const int32_t> ids,
+                                 ThreadPool& pool) {
+  auto kv = Kv(m, dtype, 16);
+  KV_CHECK(kv->AddSequence(1).ok());
+  KV_CHECK(kv->Append(1, ids).ok);
+  const SeqChunk chunk[] = {{1, 0, ids, true}};
+  ForwardOutput out;
+  KV_CHECK(m.Forward(chunk, *kv, pool, &out).ok());
+  return out.logits;
+}
+
+TEST(ArchitectureE2eTest, KvDtypesStayWithinTheirLogitBudgets) {
+  ThreadPool pool(2);
+  const auto ids = Prompt(120, 3);
+  std::map<KvDtype, float> worst, worst_q8;  // Over float weights; over q8_0 weights.
+  for (const char* preset : kPresets) {
+    for (const char* wt : kWeightTypes) {
+      auto model = Synthetic(preset, wt);
+      const std::vector<float> ref = TeacherForced(*model, KvDtype::kF32, ids, pool);
+      for (KvDtype dtype : kAllKvDtypes) {
+        SCOPED_TRACE(std::string(preset) + " " + wt + " KV " + std::string(KvDtypeName(dtype)));
+        const std::vector<float> got = TeacherForced(*model, dtype, ids, pool);
+        ASSERT_EQ(got.size(), ref.size());
+        float max_err = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          max_err = std::max(max_err, std::fabs(got[i] - ref[i]));
+        }
+        const bool q8 = std::string(wt) == "q8_0";
+        EXPECT_LE(max_err,
+                  LogitBudget(dtype) + (q8 && dtype != KvDtype::kF32 ? kQ8_0WeightsSlack : 0));
+        float& w = q8 ? worst_q8[dtype] : worst[dtype];
+        w = std::max(w, max_err);
+      }
+    }
+  }
+  for (const auto& [dtype, err] : worst) {
+    std::printf("  KV %-8s max |logit - f32 KV logit| %.4f (budget %.4f), q8_0 weights %.4f\n",
+                std::string(KvDtypeName(dtype)).c_str(), err, LogitBudget(dtype), worst_q8[dtype]);
+  }
+}
+
+TEST(ArchitectureE2eTest, MixedBatchEqualsOneAtATime) {
+  ThreadPool pool(2);
+  const auto a = Prompt(70, 1), b = Prompt(45, 2);
+  for (const char* preset : kPresets) {
+    SCOPED_TRACE(preset);
+    auto model = Synthetic(preset, "f16");
+    auto kv = Kv(*model, KvDtype::kInt8, 16);
+    ASSERT_TRUE(kv->AddSequence(1).ok() && kv->AddSequence(2).ok());
+    ASSERT_TRUE(kv->Append(1, a).ok && kv->Append(2, b).ok);
+    const SeqChunk both[] = {{1, 0, a, true}, {2, 0, b, true}};
+    ForwardOutput batched;
+    ASSERT_TRUE(model->Forward(both, *kv, pool, &batched).ok());
+    auto kv_single = Kv(*model, KvDtype::kInt8, 16);
+    ASSERT_TRUE(kv_single->AddSequence(2).ok());
+    ASSERT_TRUE(kv_single->Append(2, b).ok);
+    const SeqChunk only_b[] = {{2, 0, b, true}};
+    ForwardOutput single;
+    ASSERT_TRUE(model->Forward(only_b, *kv_single, pool, &single).ok());
+    for (int64_t i = 0; i < int64_t(b.size()); ++i) {
+      for (int64_t v = 0; v < single.n_vocab; ++v) {
+        ASSERT_EQ(batched.Row(1, i)[v], single.Row(0, i)[v]) << "row " << i;
+      }
+    }
+  }
+}
+
+// The hybrid case: the windowed group's blocks in use stay at what the window spans while the
+// full group's grow with the sequence.
+TEST(ArchitectureE2eTest, WindowedLayersKvStaysBounded) {
+  ThreadPool pool(2);
+  for (const char* preset : {"mistral-tiny", "gemma2-tiny", "gemma3-tiny"}) {
+    SCOPED_TRACE(preset);
+    auto model = Synthetic(preset, "f32");
+    const ModelConfig& c = model->config();
+    const int block = 16;
+    auto kv = testing::MakeKv(*model, KvDtype::kF16, 512, block, /*prefix=*/false, 128);
+    int windowed = -1, full = -1;
+    for (int g = 0; g < kv->num_groups(); ++g) {
+      (kv->group(g).spec().windowed() ? windowed : full) = g;
+    }
+    ASSERT_GE(windowed, 0);
+    int32_t max_windowed = 0, max_full = 0;
+    GenerateOptions o = Greedy(260);
+    o.prefill_chunk = 16;
+    auto r = Generate(*model, *kv, pool, 1, Prompt(40), o, [&](int32_t) {
+      const KvStats s = kv->Stats();
+      max_windowed = std::max(max_windowed, s.groups[size_t(windowed)].used_blocks);
+      if (full >= 0) max_full = std::max(max_full, s.groups[size_t(full)].used_blocks);
+      return true;
+    });
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    // A window of W tokens touches at most ceil(W / block) + 1 blocks (the oldest partly).
+    EXPECT_LE(max_windowed, (c.sliding_window + block - 1) / block + 1);
+    if (full >= 0) {
+      EXPECT_EQ(max_full, (40 + 260 - 1 + block - 1) / block);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvengine
