@@ -5,6 +5,8 @@
 //                     (bench_attention_command.cc).
 //   bench decode      a model's prefill and decode tokens/s at KV depths and batch sizes
 //                     (bench_decode_command.cc).
+//   bench tiers       TTFT of a repeated long prompt from the pool and each KV offload tier,
+//                     with tier vs raw medium bandwidth (bench_tiers_command.cc).
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -16,6 +18,10 @@
 #include "workload/kv_bench.h"
 
 namespace kvengine::cli {
+
+// bench_tiers_command.cc (declared here rather than in commands.h, which lists the others).
+void RegisterBenchTiers(CLI::App* bench, int* exit_code);
+
 namespace {
 
 struct BenchKvFlags {
@@ -120,6 +126,7 @@ void RegisterBenchCommand(CLI::App& app, int* exit_code) {
   RegisterBenchKv(bench, exit_code);
   RegisterBenchAttention(bench, exit_code);
   RegisterBenchDecode(bench, exit_code);
+  RegisterBenchTiers(bench, exit_code);
 }
 
 }  // namespace kvengine::cli
