@@ -102,7 +102,14 @@ void Engine::Stop() {
   }
   impl_->wake.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
-  // The loop is gone (or never ran): its state is ours now.
+  // The loop is gone (or never ran): its state is ours now. Tasks it did not get to (an Offload
+  // racing with Stop) run here, so their callers are not left waiting.
+  std::vector<std::function<void()>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    tasks.swap(impl_->loop_tasks);
+  }
+  for (auto& task : tasks) task();
   impl_->CancelEverything();
   if (impl_->tiers != nullptr) {
     // What the pool and RAM still cache goes to disk, so a restarted engine finds it; then the
@@ -131,6 +138,7 @@ Status Engine::Offload(OffloadTo target) {
         impl->tiers->ClearRam();
         break;
     }
+    impl->Publish();  // Stats() right after Offload shows its effect.
     done.set_value();
   };
   {

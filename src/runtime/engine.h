@@ -169,7 +169,8 @@ class Engine {
 
   EngineStats Stats() const;
   // Empties the pool's prefix cache into the tiers (see OffloadTo) and waits for the tier
-  // writes; runs on the engine thread between steps. FailedPrecondition without tiers.
+  // writes; runs on the engine thread between steps. Unavailable without tiers or when the
+  // engine is not running.
   Status Offload(OffloadTo target);
   // One line for the server log: pool size, bytes per token, the max concurrency it implies:
   // "KV pool 512 blocks x 16 tokens = 1.00 GiB (f16), 131072 bytes/token, max 2 concurrent

@@ -173,7 +173,14 @@ bool RamTier::Erase(const TierKey& key) {
 void RamTier::Clear() {
   KV_CHECK(!in_callback_) << "RamTier re-entered from on_evict";
   for (int32_t slot : lru_.Order()) RemoveSlot(slot);
-  ReleaseFreeBuffers();
+}
+
+bool RamTier::Peek(const TierKey& key, std::span<uint8_t> dst) const {
+  auto it = index_.find(key);
+  if (it == index_.end() || entries_[size_t(it->second)].size != dst.size()) return false;
+  const Entry& e = entries_[size_t(it->second)];
+  if (e.size != 0) std::memcpy(dst.data(), e.data.get(), e.size);
+  return true;
 }
 
 RamTierStats RamTier::Stats() const {

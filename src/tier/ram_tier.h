@@ -72,6 +72,8 @@ class RamTier {
   // Copies the entry into `dst` (one memcpy) and makes it the most recently used. False (a miss,
   // nothing copied) when absent or when dst.size() differs from the entry's size.
   bool CopyOut(const TierKey& key, std::span<uint8_t> dst);
+  // The same copy without counting a hit or touching the LRU (spilling to disk is not a use).
+  bool Peek(const TierKey& key, std::span<uint8_t> dst) const;
 
   // The entry must exist (KV_CHECK). Unpin must match an earlier Pin.
   void Pin(const TierKey& key);
@@ -79,7 +81,8 @@ class RamTier {
 
   // Removes an unpinned entry; false when absent or pinned (then nothing changes).
   bool Erase(const TierKey& key);
-  // Removes every unpinned entry (no on_evict calls) and releases the free list.
+  // Removes every unpinned entry (no on_evict calls). Their buffers stay on the free list
+  // (within the capacity), so refilling the tier does not fault in fresh memory again.
   void Clear();
 
   RamTierStats Stats() const;

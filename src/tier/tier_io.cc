@@ -1,6 +1,8 @@
 // TierManager's I/O thread: queued writes (demotions, publications) and prefetches against the
 // disk and Redis stores. Every record read back is verified (framing, checksum, identity); one
 // that does not verify is a miss, and a damaged disk file is removed.
+#include <cstring>
+
 #include "base/check.h"
 #include "tier/block_record.h"
 #include "tier/tier_manager.h"
@@ -76,7 +78,7 @@ uint64_t TierManager::FetchFrom(BlockStore* store, TierKind kind, const FetchJob
   if (keys.empty()) return 0;
   // Disk reads one file per key: read block by block so a miss stops early.
   const bool batch = kind == TierKind::kRedis;
-  std::vector<std::optional<std::vector<uint8_t>>> got;
+  std::vector<std::optional<std::vector<uint8_t>>>& got = replies_;
   const double t0 = Seconds();
   uint64_t bytes = 0;
   size_t j = 0;
@@ -105,13 +107,13 @@ uint64_t TierManager::FetchFrom(BlockStore* store, TierKind kind, const FetchJob
         break;
       }
       bytes += recs[i]->size();
+      std::vector<uint8_t> pool = TakeBuffer(layout_.bytes_per_block.at(size_t(key.group)));
       if (transcoders_.empty()) {
-        block.push_back(Landed{key, kind, std::vector<uint8_t>(payload.begin(), payload.end())});
+        std::memcpy(pool.data(), payload.data(), payload.size());
       } else {
-        std::vector<uint8_t> pool(layout_.bytes_per_block.at(size_t(key.group)));
         transcoders_[size_t(key.group)].Decode(payload, pool);
-        block.push_back(Landed{key, kind, std::move(pool)});
       }
+      block.push_back(Landed{key, kind, std::move(pool)});
     }
     if (block.size() != recs.size()) break;
     for (Landed& l : block) out->push_back(std::move(l));

@@ -167,8 +167,35 @@ std::vector<uint64_t> TierManager::Poll() {
     for (auto it = d.blocks.rbegin(); it != d.blocks.rend(); ++it) {
       RamInsert(it->key, it->payload, it->source);
     }
+    RecycleBuffers(&d.blocks);
   }
   return tickets;
+}
+
+void TierManager::RecycleBuffers(std::vector<Landed>* blocks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Landed& l : *blocks) {
+    // Fresh memory is slow to fault in (tens of microseconds per page on some VMs): keep up to
+    // a staging area's worth of block buffers for the next fetches.
+    if (spare_bytes_ + l.payload.capacity() > options_.staging_bytes) break;
+    spare_bytes_ += l.payload.capacity();
+    spare_.push_back(std::move(l.payload));
+  }
+}
+
+std::vector<uint8_t> TierManager::TakeBuffer(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = spare_.size(); i-- > 0;) {
+    if (spare_[i].capacity() >= bytes) {
+      std::vector<uint8_t> v = std::move(spare_[i]);
+      spare_bytes_ -= v.capacity();
+      spare_[i] = std::move(spare_.back());
+      spare_.pop_back();
+      v.resize(bytes);
+      return v;
+    }
+  }
+  return std::vector<uint8_t>(bytes);
 }
 
 bool TierManager::WorthFetching(TierKind t, int64_t tokens) const {
@@ -212,7 +239,7 @@ void TierManager::SpillRamToDisk(bool clear) {
       const auto it = origin_.find(k);
       if (it != origin_.end() && it->second == TierKind::kDisk) continue;  // On disk already.
       buf.resize(ram_.SizeOf(k).value_or(0));
-      if (ram_.CopyOut(k, buf)) {
+      if (ram_.Peek(k, buf)) {
         // Spilling waits for room instead of dropping: it is not on the engine's hot path.
         for (;;) {
           {

@@ -156,6 +156,9 @@ class TierManager final : public KvTierHook {
   };
 
   void QueueWrite(const TierKey& key, TierKind target, std::span<const uint8_t> bytes);
+  // Block buffers are reused between prefetches (engine thread returns, I/O thread takes).
+  void RecycleBuffers(std::vector<Landed>* blocks);
+  std::vector<uint8_t> TakeBuffer(size_t bytes);
   void RamInsert(const TierKey& key, std::span<const uint8_t> bytes, TierKind origin);
   void IoLoop();
   void RunWrite(WriteJob& job);
@@ -199,6 +202,10 @@ class TierManager final : public KvTierHook {
   bool stopping_ = false;         // Guarded by mu_.
   double bandwidth_[kNumTierKinds] = {};  // Guarded by mu_.
   uint64_t corrupt_[kNumTierKinds] = {};  // Records that failed CheckRecord. Guarded by mu_.
+  std::vector<std::vector<uint8_t>> spare_;  // Recycled block buffers. Guarded by mu_.
+  uint64_t spare_bytes_ = 0;                 // Guarded by mu_.
+  // I/O thread only: replies of the last batched read, reused so their buffers stay warm.
+  std::vector<std::optional<std::vector<uint8_t>>> replies_;
   std::thread io_;
 };
 
