@@ -92,7 +92,7 @@ std::string_view RecordCheckName(RecordCheck check) {
 }
 
 RecordCheck CheckRecordIntegrity(std::span<const uint8_t> record, RecordMeta* meta,
-                                 std::span<const uint8_t>* payload) {
+                                 std::span<const uint8_t>* payload, bool verify_checksum) {
   const size_t size = record.size();
   const uint8_t* r = record.data();
   // A prefix of the magic is a truncated record, anything else is not a record.
@@ -110,7 +110,9 @@ RecordCheck CheckRecordIntegrity(std::span<const uint8_t> record, RecordMeta* me
   if (payload_bytes > available) return RecordCheck::kTruncated;
   if (payload_bytes < available) return RecordCheck::kCorrupt;
   std::span<const uint8_t> body = record.subspan(kRecordHeaderBytes);
-  if (GetLe<uint64_t>(r + kChecksumAt) != Checksum(r, body)) return RecordCheck::kCorrupt;
+  if (verify_checksum && GetLe<uint64_t>(r + kChecksumAt) != Checksum(r, body)) {
+    return RecordCheck::kCorrupt;
+  }
   if (meta != nullptr) {
     std::memcpy(meta->namespace_digest.data(), r + kNamespaceAt, 32);
     std::memcpy(meta->hash.bytes.data(), r + kHashAt, 32);
@@ -123,10 +125,10 @@ RecordCheck CheckRecordIntegrity(std::span<const uint8_t> record, RecordMeta* me
 }
 
 RecordCheck CheckRecord(std::span<const uint8_t> record, const RecordMeta& expected,
-                        std::span<const uint8_t>* payload) {
+                        std::span<const uint8_t>* payload, bool verify_checksum) {
   RecordMeta meta;
   std::span<const uint8_t> body;
-  RecordCheck check = CheckRecordIntegrity(record, &meta, &body);
+  RecordCheck check = CheckRecordIntegrity(record, &meta, &body, verify_checksum);
   if (check != RecordCheck::kOk) return check;
   if (!(meta == expected)) return RecordCheck::kForeign;
   if (payload != nullptr) *payload = body;

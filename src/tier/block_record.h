@@ -66,12 +66,16 @@ std::string_view RecordCheckName(RecordCheck check);
 // Checks run in this order, so the outcome names the first thing wrong: magic (over the bytes
 // present) -> version (if present) -> header length -> payload length -> checksum.
 RecordCheck CheckRecordIntegrity(std::span<const uint8_t> record, RecordMeta* meta,
-                                 std::span<const uint8_t>* payload);
+                                 std::span<const uint8_t>* payload,
+                                 bool verify_checksum = true);
 
+// verify_checksum = false skips only the checksum (framing and lengths are always checked): for a
+// caller that got the record from a store that verified it already (DiskTier, RedisTier do).
 // CheckRecordIntegrity, then kForeign unless the header equals `expected` in every field. A
 // checksum failure is reported as kCorrupt even when the damaged field is the hash: identity is
 // only compared on a record that verifies.
 RecordCheck CheckRecord(std::span<const uint8_t> record, const RecordMeta& expected,
-                        std::span<const uint8_t>* payload);
+                        std::span<const uint8_t>* payload,
+                        bool verify_checksum = true);
 
 }  // namespace kvengine

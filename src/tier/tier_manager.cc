@@ -219,6 +219,7 @@ void TierManager::Observe(TierKind t, uint64_t bytes, double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   double& e = bandwidth_[size_t(t)];
   e = e <= 0 ? bw : 0.9 * e + 0.1 * bw;
+  last_bandwidth_[size_t(t)] = bw;
 }
 
 double TierManager::Bandwidth(TierKind t) const {
@@ -301,6 +302,7 @@ TierStats TierManager::Stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     for (int t = 0; t < kNumTierKinds; ++t) {
       s.tiers[t].bandwidth_bytes_per_s = bandwidth_[t];
+      s.tiers[t].last_bandwidth_bytes_per_s = last_bandwidth_[t];
       s.tiers[t].corrupt += corrupt_[t];
     }
     s.writes_dropped = writes_dropped_;

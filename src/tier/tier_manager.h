@@ -79,6 +79,7 @@ struct TierCounters {
   uint64_t bytes_read = 0, bytes_written = 0;
   uint64_t errors = 0, corrupt = 0;  // Failed operations; records that did not verify.
   double bandwidth_bytes_per_s = 0;  // EWMA of measured reads; 0 until measured.
+  double last_bandwidth_bytes_per_s = 0;  // The last read (disk/Redis: one prefetch; RAM: a block).
 };
 
 struct TierStats {
@@ -102,6 +103,8 @@ class TierManager final : public KvTierHook {
   TierManager& operator=(const TierManager&) = delete;
 
   void set_on_ready(std::function<void()> f) { on_ready_ = std::move(f); }
+  // For stores that do not verify records themselves (test fakes). Before any Prefetch.
+  void set_verify_checksums(bool v) { verify_checksums_ = v; }
   bool has_slow_tiers() const { return disk_ != nullptr || redis_ != nullptr; }
 
   // KvTierHook (engine thread).
@@ -177,6 +180,9 @@ class TierManager final : public KvTierHook {
   const TierManagerOptions options_;
   const TierLayout layout_;
   std::vector<BlockTranscoder> transcoders_;  // [group]; empty without a cold dtype.
+  // Whether fetched records' checksums are checked again here. The disk and Redis stores check
+  // them on read; a test may hand in a store that does not.
+  bool verify_checksums_ = false;
   const Clock* clock_;
   std::function<void()> on_ready_;
 
@@ -201,6 +207,7 @@ class TierManager final : public KvTierHook {
   int busy_ = 0;                  // Jobs taken but not finished. Guarded by mu_.
   bool stopping_ = false;         // Guarded by mu_.
   double bandwidth_[kNumTierKinds] = {};  // Guarded by mu_.
+  double last_bandwidth_[kNumTierKinds] = {};  // Guarded by mu_.
   uint64_t corrupt_[kNumTierKinds] = {};  // Records that failed CheckRecord. Guarded by mu_.
   std::vector<std::vector<uint8_t>> spare_;  // Recycled block buffers. Guarded by mu_.
   uint64_t spare_bytes_ = 0;                 // Guarded by mu_.

@@ -115,6 +115,7 @@ struct Fixture {
     o.write_queue_bytes = queue_bytes;
     tm = std::make_unique<TierManager>(o, Layout(), disk ? std::move(d) : nullptr,
                                        redis ? std::move(r) : nullptr);
+    tm->set_verify_checksums(true);  // FakeStore does not verify records itself.
     tm->set_on_ready([this] {
       std::lock_guard<std::mutex> lock(mu);
       ++ready;
