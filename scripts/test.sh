@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export KVENGINE_MODELS_DIR="${KVENGINE_MODELS_DIR:-$(cd .. && pwd)/shared/models}"
 jobs="${KVENGINE_JOBS:-$(nproc)}"
-fuzz_seconds="${KVENGINE_FUZZ_SECONDS:-30}"
+fuzz_seconds="${KVENGINE_FUZZ_SECONDS:-20}"
 
 scripts/install-deps.sh
 
