@@ -61,6 +61,37 @@ TEST(EngineTierTest, EvictedPrefixComesBackFromRamWithIdenticalTokens) {
   EXPECT_LT(s.prompt_tokens_computed_total - computed_before, 200 - s.kv.prefix_tier_hit_tokens + 16);
 }
 
+// Swap-based preemption: preempted sequences' full blocks are evicted into the RAM tier and copied
+// back on re-admission instead of being recomputed; every request still decodes exactly what it
+// decodes alone.
+TEST(EngineTierTest, PreemptedSequencesSwapBackInFromRam) {
+  auto model = TinyModel();
+  EngineOptions o = BaseOptions(20);
+  o.max_num_batched_tokens = 32;
+  o.tiers.ram_bytes = 64 << 20;
+  auto engine = MakeEngine(model, o);
+  EventLog log;
+  std::vector<std::pair<RequestId, RequestParams>> reqs;
+  for (int i = 0; i < 4; ++i) {
+    RequestParams p = Request(90 + 20 * i, 10 + i);
+    p.max_tokens = 40;
+    auto id = engine->Submit(p, log.Callback());
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    reqs.emplace_back(*id, p);
+  }
+  engine->Start();
+  for (auto& [id, p] : reqs) {
+    ASSERT_TRUE(log.WaitFinals(id, 1));
+    EXPECT_EQ(log.Tokens(id), RunAlone(*model, p)) << "request " << id;
+  }
+  ASSERT_TRUE(WaitUntil([&] { return engine->Stats().requests_running == 0; }));
+  const EngineStats s = engine->Stats();
+  EXPECT_GT(s.preemptions_total, 0);
+  EXPECT_GT(s.tier_swap_ins_total, 0);
+  EXPECT_GT(s.tiers.prefix_hit_blocks[size_t(TierKind::kRam)], 0u);
+  EXPECT_EQ(UsedBlocks(s), 0);
+}
+
 TEST(EngineTierTest, DiskTierServesAfterOffloadAndAfterARestart) {
   auto model = TinyModel();
   EngineOptions o = BaseOptions(64);
