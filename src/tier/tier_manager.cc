@@ -277,9 +277,7 @@ TierStats TierManager::Stats() const {
   ram.misses = r.misses;
   ram.bytes_read = r.bytes_read;
   ram.bytes_written = r.bytes_written;
-  auto from_store = [](const BlockStore* store, TierCounters* c) {
-    if (store == nullptr) return;
-    const BlockStoreStats b = store->Stats();
+  auto from_store = [](const BlockStoreStats& b, TierCounters* c) {
     c->present = true;
     c->blocks = b.blocks;
     c->bytes = b.bytes;
@@ -291,10 +289,10 @@ TierStats TierManager::Stats() const {
     c->errors = b.errors;
     c->corrupt = b.corrupt;
   };
-  from_store(disk_.get(), &s.tiers[size_t(TierKind::kDisk)]);
-  from_store(redis_.get(), &s.tiers[size_t(TierKind::kRedis)]);
+  if (disk_ != nullptr) from_store(disk_->Stats(), &s.tiers[size_t(TierKind::kDisk)]);
   if (redis_ != nullptr) {
     const BlockStoreStats b = redis_->Stats();
+    from_store(b, &s.tiers[size_t(TierKind::kRedis)]);
     s.redis_reconnects = b.reconnects;
     s.redis_breaker_open = b.breaker_open;
   }
