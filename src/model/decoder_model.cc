@@ -7,6 +7,7 @@
 #include "attention/paged_attention.h"
 #include "kernels/rope.h"
 #include "kernels/vector_ops.h"
+#include "model/llamacpp_numerics.h"
 #include "model/softcap_attention.h"
 
 namespace kvengine {
@@ -15,8 +16,9 @@ namespace {
 // Owner: immutable after loading; Forward may run on any one thread at a time per KV manager.
 class DecoderModel final : public Model {
  public:
-  DecoderModel(std::shared_ptr<const GgufFile> file, DecoderHParams hp, DecoderWeights w)
-      : file_(std::move(file)), hp_(std::move(hp)), w_(std::move(w)) {}
+  DecoderModel(std::shared_ptr<const GgufFile> file, DecoderHParams hp, DecoderWeights w,
+               DecoderOptions options)
+      : file_(std::move(file)), hp_(std::move(hp)), w_(std::move(w)), options_(options) {}
 
   const ModelConfig& config() const override { return hp_.shape; }
   int64_t n_vocab() const override { return hp_.n_vocab; }
@@ -35,6 +37,7 @@ class DecoderModel final : public Model {
   std::shared_ptr<const GgufFile> file_;  // Owns the mapping the weight views point into.
   DecoderHParams hp_;
   DecoderWeights w_;
+  DecoderOptions options_;
 };
 
 // Adds bias [n] to each of `rows` rows of x [rows][n].
@@ -82,10 +85,12 @@ Status DecoderModel::Forward(std::span<const SeqChunk> chunks, KvCacheManager& k
   const int n_rot = arch.rope.params.n_rot;
   const int n_rot_local = arch.has_local_rope ? arch.rope_local.params.n_rot : 0;
   std::vector<float> cs(N * size_t(n_rot)), cs_local(N * size_t(n_rot_local));
+  const bool llamacpp = options_.numerics == ForwardNumerics::kLlamaCppCpu;
+  const auto cos_sin = llamacpp ? &LlamaCppRopeCosSin : &LayerRopeCosSin;
   for (size_t i = 0; i < N; ++i) {
-    LayerRopeCosSin(toks[i].pos, arch.rope, cs.data() + i * size_t(n_rot));
+    cos_sin(toks[i].pos, arch.rope, cs.data() + i * size_t(n_rot));
     if (arch.has_local_rope) {
-      LayerRopeCosSin(toks[i].pos, arch.rope_local, cs_local.data() + i * size_t(n_rot_local));
+      cos_sin(toks[i].pos, arch.rope_local, cs_local.data() + i * size_t(n_rot_local));
     }
   }
   const float scale = arch.attn_scale > 0 ? arch.attn_scale : 1.0f / std::sqrt(float(D));
@@ -128,7 +133,9 @@ Status DecoderModel::Forward(std::span<const SeqChunk> chunks, KvCacheManager& k
       queries[i] = {kv.BlockTable(toks[i].seq, group), q.data() + i * H * D, toks[i].pos,
                     att.data() + i * H * Dv};
     }
-    if (arch.attn_softcap > 0) {
+    if (llamacpp) {
+      LlamaCppFlashAttentionBatch(view, queries, int(H), scale, arch.attn_softcap, &pool);
+    } else if (arch.attn_softcap > 0) {
       SoftCappedAttentionBatch(view, queries, int(H), scale, arch.attn_softcap, &pool);
     } else {
       PagedAttentionBatch(view, queries, int(H), scale, &pool);
@@ -226,13 +233,14 @@ void LayerRopeCosSin(int64_t pos, const LayerRope& rope, float* cos_sin) {
 }
 
 Result<std::unique_ptr<Model>> LoadDecoderModel(std::shared_ptr<const GgufFile> file,
-                                                DecoderHParams hp) {
+                                                DecoderHParams hp, DecoderOptions options) {
   if (!hp.arch.rope.freq_factors.empty() &&
       int(hp.arch.rope.freq_factors.size()) != hp.arch.rope.params.n_rot / 2) {
     return Corrupt("RoPE frequency factors do not match rope.dimension_count");
   }
   KV_ASSIGN_OR_RETURN(DecoderWeights w, LoadDecoderWeights(*file, hp));
-  return std::unique_ptr<Model>(new DecoderModel(std::move(file), std::move(hp), std::move(w)));
+  return std::unique_ptr<Model>(
+      new DecoderModel(std::move(file), std::move(hp), std::move(w), options));
 }
 
 }  // namespace kvengine

@@ -10,10 +10,24 @@
 
 namespace kvengine {
 
+// How the forward pass rounds. The engine runs kExact. kLlamaCppCpu rounds as llama.cpp's CPU
+// backend does with an f16 KV cache (llamacpp_numerics.h: RoPE angles in f32, flash attention
+// with an f16 query and V accumulator), so that tests can compare logits with llama.cpp's beyond
+// the f16 noise; it needs an f16 KV cache (KV_CHECK) and runs scalar attention.
+enum class ForwardNumerics {
+  kExact,
+  kLlamaCppCpu,
+};
+
+// What the caller chooses, as opposed to what the file says (DecoderHParams).
+struct DecoderOptions {
+  ForwardNumerics numerics = ForwardNumerics::kExact;
+};
+
 // Loads hp's weights from `file` and builds the model; the model keeps `file` alive (its weights
 // are views into the mapping).
 Result<std::unique_ptr<Model>> LoadDecoderModel(std::shared_ptr<const GgufFile> file,
-                                                DecoderHParams hp);
+                                                DecoderHParams hp, DecoderOptions options = {});
 
 // out[i] = gelu_tanh(gate[i]) * up[i], gelu_tanh(g) = g/2 * (1 + tanh(sqrt(2/pi) (g + 0.044715
 // g^3))): GeGLU as gemma's gelu_pytorch_tanh. Scalar; a function of the inputs alone. out may be
