@@ -95,6 +95,43 @@ BENCHMARK(BM_MatMul)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// F16 MatMul at the shapes of a serving step (arguments: n_tokens, cols, threads; 2048 rows): a
+// mixed step of ~80 rows and a prefill chunk of 512, over the attention/up-projection width (2048)
+// and the down projection's (5632), weights streamed from memory. Counts GFLOPS.
+void BM_MatMulShape(benchmark::State& state) {
+  const int64_t n_tokens = state.range(0);
+  const int64_t cols = state.range(1);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  std::mt19937 rng(1);
+  const size_t row_bytes = static_cast<size_t>(cols) * 2;
+  std::vector<std::vector<uint8_t>> copies(1, std::vector<uint8_t>(row_bytes * kRows));
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  for (size_t i = 0; i < copies[0].size() / 2; ++i) {
+    const uint16_t h = F32ToF16(normal(rng));
+    std::memcpy(copies[0].data() + 2 * i, &h, 2);
+  }
+  // Cycled through like BM_MatMul's: a model's weights come from memory at every step.
+  while (copies.size() * copies[0].size() < kWeightFootprint) copies.push_back(copies[0]);
+  std::vector<float> x(static_cast<size_t>(n_tokens * cols));
+  for (float& v : x) v = normal(rng);
+  std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
+  size_t i = 0;
+  for (auto _ : state) {
+    const WeightView w{GgmlType::kF16, kRows, cols, copies[i++ % copies.size()].data(), row_bytes};
+    MatMul(w, x.data(), n_tokens, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 2.0 * kRows * cols * n_tokens * 1e-9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MatMulShape)
+    ->ArgNames({"tokens", "cols", "threads"})
+    ->ArgsProduct({{16, 80, 512}, {2048, 5632}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // Cost of one ParallelFor with an empty body: the per-call overhead a decode step pays per matmul
 // (argument: threads).
 void BM_ParallelForOverhead(benchmark::State& state) {

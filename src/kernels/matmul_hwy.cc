@@ -3,8 +3,10 @@
 // Shape of MatMul: output rows are taken kRowTile at a time and tokens kTokenTile at a time; one
 // "tile" call computes the kRowTile x T dot products of those rows and tokens in a single pass
 // over the columns, so every decoded weight vector is used T times and every activation vector
-// kRowTile times. Tokens are grouped into blocks whose activations fit in L2, and each block makes
-// one pass over the weight rows; a decode batch (a few tokens) therefore reads each weight once.
+// kRowTile times. Rows are taken a panel (kPanelBytes of weights) at a time, and every token tile
+// passes over a panel while it sits in L2, so each weight byte is read from memory once per call
+// (per token block of up to 366 tokens) however many tokens there are; the panel's last pass
+// prefetches the next panel. A decode batch (1-3 tokens) streams the rows one at a time instead.
 //
 // Batch invariance (matmul.h): each dot product owns one vector accumulator, updated by
 //   acc = MulAdd(w[c .. c + L), x[c .. c + L), acc)   for c = 0, L, 2L, ... (L = lanes),
@@ -23,6 +25,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 
 #include "base/check.h"
 #include "hwy/cache_control.h"
@@ -48,10 +51,12 @@ constexpr size_t kTokenTile = 6;
 #else
 constexpr size_t kTokenTile = 2;
 #endif
-// Activations of one token block (block tokens x cols floats) stay within this many bytes, so they
-// remain in L2 while every row tile of the call streams past them.
-constexpr size_t kActivationBlockBytes = 256 * 1024;
-constexpr size_t kMaxTokenBlock = 256;
+// Weight bytes of one panel of rows (MatMulLoop): they stay in L2 beside a token tile's activations
+// (6 x 5632 floats = 132 KiB for a down projection) while every token tile passes over them.
+constexpr size_t kPanelBytes = 256 * 1024;
+// Token-tile passes over one panel at most (a token block: kMaxTokenPasses - 3 full tiles plus
+// the 4/2/1 tail tiles).
+constexpr size_t kMaxTokenPasses = 64;
 // Software prefetch distance along each weight row (a prefetch past the row's end is harmless).
 constexpr size_t kPrefetchBytes = 1024;
 
@@ -79,11 +84,17 @@ HWY_INLINE VF DecodeQ8(const uint8_t* q, VF d) {
 
 // ------------------------------ tiles: out[r][t] = dot(row r, token t), R rows x T tokens.
 
+// Where a tile's loop prefetches: nowhere (its rows are in cache already), kPrefetchBytes ahead
+// along its own rows (they stream from memory), or along other rows (the next panel's, loaded
+// into cache while this pass computes from cache). pf[r] is the address prefetched with row r's
+// first vector; later vectors prefetch at the same offset from it.
+enum class Prefetch { kNone, kAhead, kOther };
+
 template <class W>
 struct FloatTile {
-  template <size_t R, size_t T>
-  static void Run(const uint8_t* const* rows, const float* const* xs, size_t cols,
-                  float (&out)[R][T]) {
+  template <size_t R, size_t T, Prefetch P>
+  static void Run(const uint8_t* const* rows, const uint8_t* const* pf, const float* const* xs,
+                  size_t cols, float (&out)[R][T]) {
     const DF df;
     const size_t lanes = hn::Lanes(df);
     VF acc[R][T];
@@ -95,8 +106,7 @@ struct FloatTile {
       VF xv[T];
       for (size_t t = 0; t < T; ++t) xv[t] = hn::LoadU(df, xs[t] + c);
       for (size_t r = 0; r < R; ++r) {
-        // One row at a time is a single sequential stream the hardware prefetcher follows alone.
-        if constexpr (R > 1) hwy::Prefetch(rows[r] + c * W::kBytes + kPrefetchBytes);
+        if constexpr (P != Prefetch::kNone) hwy::Prefetch(pf[r] + c * W::kBytes);
         const VF wv = W::Decode(rows[r] + c * W::kBytes);
         for (size_t t = 0; t < T; ++t) acc[r][t] = hn::MulAdd(wv, xv[t], acc[r][t]);
       }
@@ -118,74 +128,139 @@ struct FloatTile {
   }
 };
 
-// ------------------------------ the loop over token blocks, row tiles and token tiles.
+// ------------------------------ the loop over panels, token tiles and row tiles.
 
-// Tokens [t, t + T) against the row tile at `rows` (R pointers, the last `valid_rows` of which
-// may repeat a real row); writes the valid rows' results.
-template <class Tile, size_t R, size_t T>
-HWY_INLINE void RunTile(const uint8_t* const* rows, size_t valid_rows, const float* x, size_t cols,
-                        int64_t t, int64_t y_stride, int64_t r0, float* y) {
+// R row pointers for the tile at row r0 of [.., row_end): rows past the end repeat the last row.
+template <size_t R>
+HWY_INLINE size_t TileRows(const WeightView& w, int64_t r0, int64_t row_end,
+                           const uint8_t* (&rows)[R]) {
+  const size_t valid = static_cast<size_t>(std::min<int64_t>(R, row_end - r0));
+  for (size_t r = 0; r < R; ++r) {
+    const int64_t row = r0 + static_cast<int64_t>(std::min(r, valid - 1));
+    rows[r] = w.data + static_cast<size_t>(row) * w.row_bytes;
+  }
+  return valid;
+}
+
+// Tokens [t, t + T) against rows [row_begin, row_end) in tiles of R. With P == kOther, the tile at
+// row r0 prefetches the same rows of the panel that starts at next_panel (clamped to row_end_all).
+template <class Tile, size_t R, size_t T, Prefetch P>
+HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* x, int64_t t, int64_t row_begin,
+                                  int64_t row_end, int64_t next_panel, int64_t row_end_all,
+                                  float* y) {
+  const size_t cols = static_cast<size_t>(w.cols);
   const float* xs[T];
   for (size_t i = 0; i < T; ++i) {
     xs[i] = x + (t + static_cast<int64_t>(i)) * static_cast<int64_t>(cols);
   }
-  float out[R][T];
-  Tile::template Run<R, T>(rows, xs, cols, out);
-  for (size_t i = 0; i < T; ++i) {
-    float* yt = y + (t + static_cast<int64_t>(i)) * y_stride + r0;
-    for (size_t r = 0; r < valid_rows; ++r) yt[r] = out[r][i];
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += static_cast<int64_t>(R)) {
+    const uint8_t* rows[R];
+    const size_t valid = TileRows<R>(w, r0, row_end, rows);
+    const uint8_t* pf[R];
+    for (size_t r = 0; r < R; ++r) {
+      if constexpr (P == Prefetch::kAhead) pf[r] = rows[r] + kPrefetchBytes;
+      if constexpr (P == Prefetch::kOther) {
+        const int64_t next = std::min(next_panel + (r0 - row_begin) + static_cast<int64_t>(r),
+                                      row_end_all - 1);
+        pf[r] = w.data + static_cast<size_t>(next) * w.row_bytes;
+      }
+      if constexpr (P == Prefetch::kNone) pf[r] = nullptr;
+    }
+    float out[R][T];
+    Tile::template Run<R, T, P>(rows, pf, xs, cols, out);
+    for (size_t i = 0; i < T; ++i) {
+      float* yt = y + (t + static_cast<int64_t>(i)) * w.rows + r0;
+      for (size_t r = 0; r < valid; ++r) yt[r] = out[r][i];
+    }
   }
 }
 
-// Rows r0 .. row_end in tiles of R, for tokens [t0, t1) in token tiles of kTokenTile, 4, 2 and 1.
+// Every token of [0, n_tokens) against one panel of rows [row_begin, row_end), a token tile at a
+// time (kTokenTile, then 4, 2 and 1 for the tail), each pass over all of the panel's rows. The
+// first pass reads the panel from memory (prefetching ahead along its rows); later passes find it
+// in L2; the last pass prefetches the next panel, [row_end, row_end_all), so that its first pass
+// finds it in cache too.
 template <class Tile, size_t R>
-HWY_INLINE void RowTiles(const WeightView& w, const float* x, int64_t t0, int64_t t1,
-                         int64_t row_begin, int64_t row_end, float* y) {
-  const size_t cols = static_cast<size_t>(w.cols);
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += static_cast<int64_t>(R)) {
-    const size_t valid = static_cast<size_t>(std::min<int64_t>(R, row_end - r0));
-    const uint8_t* rows[R];
-    for (size_t r = 0; r < R; ++r) {
-      const int64_t row = r0 + static_cast<int64_t>(std::min(r, valid - 1));
-      rows[r] = w.data + static_cast<size_t>(row) * w.row_bytes;
+HWY_INLINE void PanelPasses(const WeightView& w, const float* x, int64_t n_tokens,
+                            int64_t row_begin, int64_t row_end, int64_t row_end_all, float* y) {
+  int64_t starts[kMaxTokenPasses];
+  size_t tiles[kMaxTokenPasses];
+  size_t n = 0;
+  int64_t t = 0;
+  for (; t + static_cast<int64_t>(kTokenTile) <= n_tokens; t += kTokenTile) {
+    starts[n] = t;
+    tiles[n++] = kTokenTile;
+  }
+  for (const size_t tail : {size_t{4}, size_t{2}, size_t{1}}) {
+    if (tail < kTokenTile && t + static_cast<int64_t>(tail) <= n_tokens) {
+      starts[n] = t;
+      tiles[n++] = tail;
+      t += static_cast<int64_t>(tail);
     }
-    int64_t t = t0;
-    for (; t + static_cast<int64_t>(kTokenTile) <= t1; t += kTokenTile) {
-      RunTile<Tile, R, kTokenTile>(rows, valid, x, cols, t, w.rows, r0, y);
-    }
-    if constexpr (kTokenTile > 4) {
-      if (t + 4 <= t1) {
-        RunTile<Tile, R, 4>(rows, valid, x, cols, t, w.rows, r0, y);
-        t += 4;
+  }
+  const bool has_next = row_end < row_end_all;
+  for (size_t i = 0; i < n; ++i) {
+    // The first pass streams the panel from memory unless the previous panel's last pass
+    // prefetched it (every panel but the call's first).
+    const Prefetch p = (i + 1 == n && has_next && n > 1) ? Prefetch::kOther
+                       : (i == 0)                         ? Prefetch::kAhead
+                                                          : Prefetch::kNone;
+    const auto run = [&](auto tile) {
+      constexpr size_t T = decltype(tile)::value;
+      switch (p) {
+        case Prefetch::kNone:
+          return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(w, x, starts[i], row_begin, row_end,
+                                                               row_end, row_end_all, y);
+        case Prefetch::kAhead:
+          return TokenTileOverRows<Tile, R, T, Prefetch::kAhead>(w, x, starts[i], row_begin,
+                                                                row_end, row_end, row_end_all, y);
+        case Prefetch::kOther:
+          return TokenTileOverRows<Tile, R, T, Prefetch::kOther>(w, x, starts[i], row_begin,
+                                                                row_end, row_end, row_end_all, y);
       }
+    };
+    if (tiles[i] == kTokenTile) {
+      run(std::integral_constant<size_t, kTokenTile>());
+    } else if (tiles[i] == 4) {
+      if constexpr (kTokenTile > 4) run(std::integral_constant<size_t, 4>());
+    } else if (tiles[i] == 2) {
+      if constexpr (kTokenTile > 2) run(std::integral_constant<size_t, 2>());
+    } else {
+      run(std::integral_constant<size_t, 1>());
     }
-    if constexpr (kTokenTile > 2) {
-      if (t + 2 <= t1) {
-        RunTile<Tile, R, 2>(rows, valid, x, cols, t, w.rows, r0, y);
-        t += 2;
-      }
-    }
-    if (t < t1) RunTile<Tile, R, 1>(rows, valid, x, cols, t, w.rows, r0, y);
   }
 }
 
 template <class Tile>
 void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y) {
-  const size_t cols = static_cast<size_t>(w.cols);
   // A decode step of one or a few tokens is bound by weight bandwidth, and on the reference
-  // machine (Zen 4) one weight row streamed at a time reads twice as fast as kRowTile rows
-  // interleaved (20.8 vs 10.7 GB/s, one thread, F16, huge pages). More tokens are bound by
-  // arithmetic, where kRowTile rows share each activation load. The tile shape never changes a
-  // result's bits (see the top of this file).
+  // machine one weight row streamed at a time reads twice as fast as kRowTile rows interleaved
+  // (20.8 vs 10.7 GB/s, one thread, F16, huge pages). More tokens are bound by arithmetic, where
+  // kRowTile rows share each activation load. The tile shape never changes a result's bits (see
+  // the top of this file).
   if (n_tokens < 4) {  // Fewer tokens than the smallest multi-row tile worth its loads.
-    return RowTiles<Tile, 1>(w, x, 0, n_tokens, row_begin, row_end, y);
+    const auto pass = [&](auto tile) {
+      TokenTileOverRows<Tile, 1, decltype(tile)::value, Prefetch::kNone>(
+          w, x, 0, row_begin, row_end, row_end, row_end, y);
+    };
+    if (n_tokens == 1) return pass(std::integral_constant<size_t, 1>());
+    if (n_tokens == 2) return pass(std::integral_constant<size_t, 2>());
+    return pass(std::integral_constant<size_t, 3>());
   }
-  const size_t fit = kActivationBlockBytes / (cols * sizeof(float));
-  const int64_t block =
-      static_cast<int64_t>(std::clamp(fit - fit % kTokenTile, kTokenTile, kMaxTokenBlock));
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += block) {
-    RowTiles<Tile, kRowTile>(w, x, t0, std::min(n_tokens, t0 + block), row_begin, row_end, y);
+  // Rows are taken a panel at a time and every token passes over a panel before the next one is
+  // read, so each weight byte comes from memory once per call whatever n_tokens is. Token blocks
+  // bound the number of passes per panel (kMaxTokenPasses) and the activations one panel re-reads.
+  const size_t fit = kPanelBytes / static_cast<size_t>(w.row_bytes);
+  const int64_t panel = static_cast<int64_t>(std::max(kRowTile, fit - fit % kRowTile));
+  constexpr int64_t kBlock = static_cast<int64_t>(kTokenTile * (kMaxTokenPasses - 3));
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlock) {
+    const int64_t nt = std::min(kBlock, n_tokens - t0);
+    const float* xb = x + t0 * w.cols;
+    float* yb = y + t0 * w.rows;
+    for (int64_t p0 = row_begin; p0 < row_end; p0 += panel) {
+      PanelPasses<Tile, kRowTile>(w, xb, nt, p0, std::min(row_end, p0 + panel), row_end, yb);
+    }
   }
 }
 
