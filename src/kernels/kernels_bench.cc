@@ -7,10 +7,12 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <utility>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
 #include "kernels/kernel_target.h"
@@ -63,21 +65,39 @@ std::vector<uint8_t> RandomWeightBytes(GgmlType type, size_t row_bytes, std::mt1
   return bytes;
 }
 
+// Copies of one matrix's bytes laid end to end in a huge-page region (as the model keeps its
+// weights), at least kWeightFootprint bytes in all, so every call streams its weights from memory.
+class WeightCopies {
+ public:
+  explicit WeightCopies(const std::vector<uint8_t>& bytes)
+      : size_(bytes.size()), count_((kWeightFootprint + size_ - 1) / size_) {
+    Result<HugePageRegion> region = HugePageRegion::Allocate(size_ * count_);
+    KV_CHECK(region.ok()) << region.status().ToString();
+    region_ = std::move(region).value();
+    for (size_t i = 0; i < count_; ++i) std::memcpy(region_.data() + i * size_, bytes.data(), size_);
+  }
+  const uint8_t* Next() { return region_.data() + (next_++ % count_) * size_; }
+
+ private:
+  size_t size_;
+  size_t count_;
+  size_t next_ = 0;
+  HugePageRegion region_;
+};
+
 void BM_MatMul(benchmark::State& state) {
   const GgmlType type = kTypes[state.range(0)];
   const int64_t n_tokens = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
   std::mt19937 rng(1);
   const size_t row_bytes = static_cast<size_t>(*GgmlRowBytes(type, kCols));
-  std::vector<std::vector<uint8_t>> copies = {RandomWeightBytes(type, row_bytes, rng)};
-  while (copies.size() * copies[0].size() < kWeightFootprint) copies.push_back(copies[0]);
+  WeightCopies copies(RandomWeightBytes(type, row_bytes, rng));
   std::vector<float> x(static_cast<size_t>(n_tokens * kCols));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& v : x) v = normal(rng);
   std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
-  size_t i = 0;
   for (auto _ : state) {
-    const WeightView w{type, kRows, kCols, copies[i++ % copies.size()].data(), row_bytes};
+    const WeightView w{type, kRows, kCols, copies.Next(), row_bytes};
     MatMul(w, x.data(), n_tokens, y.data(), &pool);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -104,20 +124,18 @@ void BM_MatMulShape(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(2)));
   std::mt19937 rng(1);
   const size_t row_bytes = static_cast<size_t>(cols) * 2;
-  std::vector<std::vector<uint8_t>> copies(1, std::vector<uint8_t>(row_bytes * kRows));
+  std::vector<uint8_t> bytes(row_bytes * kRows);
   std::normal_distribution<float> normal(0.0f, 0.05f);
-  for (size_t i = 0; i < copies[0].size() / 2; ++i) {
+  for (size_t i = 0; i < bytes.size() / 2; ++i) {
     const uint16_t h = F32ToF16(normal(rng));
-    std::memcpy(copies[0].data() + 2 * i, &h, 2);
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
   }
-  // Cycled through like BM_MatMul's: a model's weights come from memory at every step.
-  while (copies.size() * copies[0].size() < kWeightFootprint) copies.push_back(copies[0]);
+  WeightCopies copies(bytes);
   std::vector<float> x(static_cast<size_t>(n_tokens * cols));
   for (float& v : x) v = normal(rng);
   std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
-  size_t i = 0;
   for (auto _ : state) {
-    const WeightView w{GgmlType::kF16, kRows, cols, copies[i++ % copies.size()].data(), row_bytes};
+    const WeightView w{GgmlType::kF16, kRows, cols, copies.Next(), row_bytes};
     MatMul(w, x.data(), n_tokens, y.data(), &pool);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
