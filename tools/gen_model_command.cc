@@ -51,7 +51,10 @@ void RegisterGenModelCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("-m,--model,--preset", f->preset, "Synthetic preset: " + presets)
       ->capture_default_str();
   cmd->add_option("--set", f->overrides,
-                  "Override fields, e.g. n_layers=4,weight_type=q8_0 (fields: " + keys + ")");
+                  "Override fields, e.g. n_layers=4,weight_type=q8_0 (fields: " + keys +
+                      "). weight_type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (matrix rows "
+                      "n_embd, n_ff, n_heads * head_dim multiples of 32), q4_K, q5_K, q6_K "
+                      "(multiples of 256: small, llama-1b, or e.g. tiny with n_embd=256,n_ff=512)");
   cmd->add_option("-o,--output", f->output, "Output path (default: <preset>.gguf)");
   cmd->callback([f, exit_code] { *exit_code = RunGenModel(*f); });
 }

@@ -1,12 +1,19 @@
 // Every architecture and weight type end to end on its tiny synthetic model (#7): the preset of
 // each architecture (llama, mistral, Llama-3, qwen2, gemma2, gemma3) in every synthetic weight
-// type (f32, f16, bf16, q8_0) through load, prefill and greedy decode over the paged KV cache:
+// type through load, prefill and greedy decode over the paged KV cache. In the float types and
+// q8_0 (f32, f16, bf16, q8_0):
 //   * paged (blocks of 16) and contiguous (one block per sequence, the layout
 //     PagedAttentionBatch documents as contiguous) give the same tokens and the same logits bits,
 //     for every KV dtype; so do chunked prefill and a prefix-cache hit;
 //   * each KV dtype's teacher-forced logits stay within its named budget of f32 KV's;
 //   * a mixed batch gives every sequence the logits it gets alone (batch invariance);
 //   * the windowed layers' KV stays bounded while the full layers' grows (gemma2/3, mistral).
+// In the block types (q4_0, q4_1, q5_0, q5_1 on the presets' shapes; q4_K, q5_K, q6_K on a
+// 256-wide variant of each, KQuantShape):
+//   * paged and contiguous give the same tokens and logits bits (one KV dtype per pair, turning);
+//   * a mixed batch gives a sequence the logits it gets alone;
+//   * the teacher-forced logits stay within the type's named budget of the same model in f32
+//     weights (the same random values: weights depend on seed, tensor name and index only).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -60,10 +67,31 @@ float LogitBudget(KvDtype dtype) {
 // KV dtype errs more there (measured up to 0.062 with f16 KV, where float weights err 0.0014).
 constexpr float kQ8_0WeightsSlack = 0.15f;
 
-// The preset with `weight_type`, generated once per test process.
-std::shared_ptr<const Model> Synthetic(const std::string& preset, const std::string& weight_type) {
+// The K-quants store rows in super-blocks of 256 elements, and the spec rejects a model whose
+// matrix rows (n_embd, n_ff, n_heads * head_dim) are not whole super-blocks; the presets are 64
+// wide.
+bool IsKQuant(const std::string& weight_type) {
+  return weight_type == "q4_K" || weight_type == "q5_K" || weight_type == "q6_K";
+}
+
+// Overrides that widen a preset to K-quant rows: n_embd 256, n_ff 512; a preset that sets
+// head_dim (q_dim != n_embd on purpose: llama3-tiny, the gemmas) gets the head_dim that makes
+// q_dim 512, still != n_embd. Everything else (layers, heads, windows, soft caps) stays.
+std::string KQuantShape(const std::string& preset) {
+  Result<SyntheticModelSpec> base = FindSyntheticPreset(preset);
+  KV_CHECK(base.ok()) << base.status().ToString();
+  std::string o = ",n_embd=256,n_ff=512";
+  if (base->head_dim != 0) o += ",head_dim=" + std::to_string(512 / base->n_heads);
+  return o;
+}
+
+// The preset with `weight_type` (widened by KQuantShape when `wide`), generated once per test
+// process.
+std::shared_ptr<const Model> Synthetic(const std::string& preset, const std::string& weight_type,
+                                       bool wide = false) {
   static std::map<std::string, std::shared_ptr<const Model>> cache;
-  const std::string text = preset + ":weight_type=" + weight_type;
+  const std::string text =
+      preset + ":weight_type=" + weight_type + (wide ? KQuantShape(preset) : std::string());
   auto it = cache.find(text);
   if (it != cache.end()) return it->second;
   auto spec = ParseSyntheticSpec(text);
@@ -205,6 +233,90 @@ TEST(ArchitectureE2eTest, MixedBatchEqualsOneAtATime) {
         ASSERT_EQ(batched.Row(1, i)[v], single.Row(0, i)[v]) << "row " << i;
       }
     }
+  }
+}
+
+// The block-quantized weight types, each on every preset (#7).
+constexpr const char* kBlockWeightTypes[] = {"q4_0", "q4_1", "q5_0", "q5_1",
+                                             "q4_K", "q5_K", "q6_K"};
+
+// Largest |logit - the f32-weights model's logit| over 40 teacher-forced positions (f32 KV), per
+// block type, over the six presets (logits reach |2-3|). Measured maxima: q4_0 0.89, q4_1 0.86,
+// q4_K 0.59, q5_0 0.40, q5_1 0.42, q5_K 0.37, q6_K 0.16 (4-bit codes err ~6% of a weight, 5-bit
+// ~3%, 6-bit ~1.5%). Budgets per code width are about 1.5-2x those: the runs are deterministic,
+// and a quantizer or decoder off by a code, a nibble or a scale errs by the logits' own size.
+float WeightBudget(const std::string& weight_type) {
+  if (weight_type == "q6_K") return 0.3f;
+  if (weight_type == "q5_0" || weight_type == "q5_1" || weight_type == "q5_K") return 0.65f;
+  return 1.3f;  // q4_0, q4_1, q4_K.
+}
+
+TEST(ArchitectureE2eTest, BlockWeightTypesPagedEqualsContiguousAndBatchEqualsAlone) {
+  ThreadPool pool(2);
+  const auto prompt = Prompt(70);  // Past both windows (32, 64) before decoding starts.
+  const auto a = Prompt(21, 1), b = Prompt(13, 2);  // Short: 42 models to run.
+  for (size_t pi = 0; pi < std::size(kPresets); ++pi) {
+    for (size_t ti = 0; ti < std::size(kBlockWeightTypes); ++ti) {
+      const std::string preset = kPresets[pi], wt = kBlockWeightTypes[ti];
+      // The KV dtype turns with the pair, so each preset and each weight type meets several.
+      const KvDtype dtype = kAllKvDtypes[(pi + ti) % std::size(kAllKvDtypes)];
+      SCOPED_TRACE(preset + " " + wt + " KV " + std::string(KvDtypeName(dtype)));
+      auto model = Synthetic(preset, wt, IsKQuant(wt));
+      auto paged_kv = Kv(*model, dtype, 16);
+      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, Greedy(8));
+      ASSERT_TRUE(paged.ok()) << paged.status().ToString();
+      auto contiguous_kv = Kv(*model, dtype, kContiguousBlock);
+      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, Greedy(8));
+      ASSERT_TRUE(contiguous.ok()) << contiguous.status().ToString();
+      EXPECT_EQ(paged->output_ids, contiguous->output_ids);
+      EXPECT_EQ(paged->last_logits, contiguous->last_logits);
+
+      // Sequences a and b in one forward pass; b alone: the same logits, bit for bit.
+      auto kv = Kv(*model, dtype, 16);
+      ASSERT_TRUE(kv->AddSequence(1).ok() && kv->AddSequence(2).ok());
+      ASSERT_TRUE(kv->Append(1, a).ok && kv->Append(2, b).ok);
+      const SeqChunk both[] = {{1, 0, a, true}, {2, 0, b, true}};
+      ForwardOutput batched;
+      ASSERT_TRUE(model->Forward(both, *kv, pool, &batched).ok());
+      auto kv_single = Kv(*model, dtype, 16);
+      ASSERT_TRUE(kv_single->AddSequence(2).ok());
+      ASSERT_TRUE(kv_single->Append(2, b).ok);
+      const SeqChunk only_b[] = {{2, 0, b, true}};
+      ForwardOutput single;
+      ASSERT_TRUE(model->Forward(only_b, *kv_single, pool, &single).ok());
+      for (int64_t i = 0; i < int64_t(b.size()); ++i) {
+        for (int64_t v = 0; v < single.n_vocab; ++v) {
+          ASSERT_EQ(batched.Row(1, i)[v], single.Row(0, i)[v]) << "row " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(ArchitectureE2eTest, BlockWeightTypesStayNearF32Weights) {
+  ThreadPool pool(2);
+  const auto ids = Prompt(40, 4);
+  std::map<std::string, float> worst;
+  for (const char* preset : kPresets) {
+    for (const std::string wt : kBlockWeightTypes) {
+      SCOPED_TRACE(std::string(preset) + " " + wt);
+      // The same shape in f32: the same random values before quantization.
+      auto ref_model = Synthetic(preset, "f32", IsKQuant(wt));
+      auto model = Synthetic(preset, wt, IsKQuant(wt));
+      const std::vector<float> ref = TeacherForced(*ref_model, KvDtype::kF32, ids, pool);
+      const std::vector<float> got = TeacherForced(*model, KvDtype::kF32, ids, pool);
+      ASSERT_EQ(got.size(), ref.size());
+      float max_err = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        max_err = std::max(max_err, std::fabs(got[i] - ref[i]));
+      }
+      EXPECT_LE(max_err, WeightBudget(wt));
+      worst[wt] = std::max(worst[wt], max_err);
+    }
+  }
+  for (const std::string wt : kBlockWeightTypes) {
+    std::printf("  %-5s weights: max |logit - f32 weights' logit| %.4f (budget %.4f)\n", wt.c_str(),
+                worst[wt], WeightBudget(wt));
   }
 }
 

@@ -14,12 +14,20 @@
 namespace kvengine {
 namespace {
 
-// llama.cpp's llama_ftype for a file whose matrices are all `type`.
+// llama.cpp's llama_ftype for a file whose matrices are all `type`. For the K-quants it is the
+// "_S" variant (Q4_K_S, Q5_K_S), the one whose matrices are (nearly) all of that type.
 uint32_t FileType(GgmlType type) {
   if (type == GgmlType::kF16) return 1;
+  if (type == GgmlType::kQ4_0) return 2;
+  if (type == GgmlType::kQ4_1) return 3;
   if (type == GgmlType::kQ8_0) return 7;
+  if (type == GgmlType::kQ5_0) return 8;
+  if (type == GgmlType::kQ5_1) return 9;
+  if (type == GgmlType::kQ4_K) return 14;  // MOSTLY_Q4_K_S.
+  if (type == GgmlType::kQ5_K) return 16;  // MOSTLY_Q5_K_S.
+  if (type == GgmlType::kQ6_K) return 18;
   if (type == GgmlType::kBF16) return 32;
-  return 0;  // kF32 (Validate admits only these four).
+  return 0;  // kF32 (Validate admits only the types above).
 }
 
 // Declares the tensors and binds their fillers; see synthetic_spec.h for the shapes.

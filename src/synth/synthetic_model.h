@@ -3,7 +3,8 @@
 //
 // Metadata written, in order ({arch} = spec.architecture):
 //   general.architecture, general.name (string), general.file_type (u32 llama_ftype: 0 F32,
-//   1 F16, 7 Q8_0, 32 BF16), {arch}.vocab_size, {arch}.context_length, {arch}.embedding_length,
+//   1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 14 Q4_K_S, 16 Q5_K_S, 18 Q6_K, 32 BF16),
+//   {arch}.vocab_size, {arch}.context_length, {arch}.embedding_length,
 //   {arch}.block_count, {arch}.feed_forward_length, {arch}.attention.head_count,
 //   {arch}.attention.head_count_kv, {arch}.rope.dimension_count (= head_dim) (all u32),
 //   {arch}.attention.key_length and .value_length (u32, only when head_dim != n_embd / n_heads),

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,15 @@ void ExpectTensors(const GgufFile& f, const SyntheticModelSpec& s) {
   EXPECT_EQ(params, SyntheticModelParams(s));
 }
 
+// llama.cpp's llama_ftype of a file whose matrices are all `type` (the K-quants' "_S" variants).
+uint32_t LlamaFileType(GgmlType type) {
+  const std::map<GgmlType, uint32_t> file_types = {
+      {GgmlType::kF32, 0},   {GgmlType::kF16, 1},   {GgmlType::kQ4_0, 2}, {GgmlType::kQ4_1, 3},
+      {GgmlType::kQ8_0, 7},  {GgmlType::kQ5_0, 8},  {GgmlType::kQ5_1, 9}, {GgmlType::kQ4_K, 14},
+      {GgmlType::kQ5_K, 16}, {GgmlType::kQ6_K, 18}, {GgmlType::kBF16, 32}};
+  return file_types.at(type);
+}
+
 TEST(SyntheticModelTest, TinyReadsBackWithItsShape) {
   ScopedTempDir dir;
   const SyntheticModelSpec spec = *FindSyntheticPreset("tiny");
@@ -157,9 +167,14 @@ TEST(SyntheticModelTest, TinyReadsBackWithItsShape) {
 
 TEST(SyntheticModelTest, EveryWeightTypeAndWindowReadsBack) {
   ScopedTempDir dir;
-  for (const char* text : {"mistral-tiny:weight_type=f16", "tiny:weight_type=bf16,n_layers=1",
-                           "tiny:weight_type=q8_0,n_kv_heads=1",
-                           "tiny:head_dim=32,n_heads=2,n_kv_heads=2,n_layers=1"}) {
+  for (const char* text :
+       {"mistral-tiny:weight_type=f16", "tiny:weight_type=bf16,n_layers=1",
+        "tiny:weight_type=q8_0,n_kv_heads=1", "tiny:weight_type=q4_0,n_layers=1",
+        "tiny:weight_type=q4_1,n_layers=1", "tiny:weight_type=q5_0,n_layers=1",
+        "tiny:weight_type=q5_1,n_layers=1", "tiny:weight_type=q4_K,n_embd=256,n_ff=512,n_layers=1",
+        "tiny:weight_type=q5_K,n_embd=256,n_ff=256,n_layers=1",
+        "llama3-tiny:weight_type=q6_K,n_embd=256,n_ff=256,head_dim=32",
+        "tiny:head_dim=32,n_heads=2,n_kv_heads=2,n_layers=1"}) {
     Result<SyntheticModelSpec> spec = ParseSyntheticSpec(text);
     ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().ToString();
     const std::string path = dir.File(spec->name + ".gguf");
@@ -167,6 +182,7 @@ TEST(SyntheticModelTest, EveryWeightTypeAndWindowReadsBack) {
     ASSERT_NE(f, nullptr) << text;
     EXPECT_EQ(std::filesystem::file_size(path), SyntheticModelBytes(*spec)) << text;
     ExpectTensors(*f, *spec);
+    EXPECT_EQ(*f->GetU32("general.file_type"), LlamaFileType(spec->weight_type)) << text;
     Result<ModelConfig> c = ModelConfigFromGguf(*f, spec->name);
     ASSERT_TRUE(c.ok()) << text << ": " << c.status().ToString();
     EXPECT_EQ(c->n_layers, spec->n_layers) << text;
@@ -188,6 +204,7 @@ TEST(SyntheticModelTest, EveryArchitecturePresetWritesItsTensorsAndKeys) {
     ASSERT_NE(f, nullptr) << text;
     EXPECT_EQ(std::filesystem::file_size(path), SyntheticModelBytes(*spec)) << text;
     ExpectTensors(*f, *spec);
+    EXPECT_EQ(*f->GetU32("general.file_type"), LlamaFileType(spec->weight_type)) << text;
     Result<ModelConfig> c = ModelConfigFromGguf(*f, spec->name);
     ASSERT_TRUE(c.ok()) << text << ": " << c.status().ToString();
     EXPECT_EQ(c->architecture, spec->architecture);

@@ -54,7 +54,10 @@ struct SyntheticModelSpec {
   int sliding_window = 0;
   float rope_theta = 10000.0f;
   float rms_eps = 1e-5f;
-  GgmlType weight_type = GgmlType::kF32;  // kF32, kF16, kBF16 or kQ8_0.
+  // Every matrix's type: kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1 (rows a multiple
+  // of 32 for the block types), kQ4_K, kQ5_K, kQ6_K (a multiple of 256). Norms, biases and
+  // rope_freqs stay F32.
+  GgmlType weight_type = GgmlType::kF32;
   bool tied_output = false;               // No output.weight: logits use token_embd.
   uint64_t seed = 0;
   // llama only: write rope_freqs.weight, Llama-3.1's frequency factors (factor 8, low 1, high 4,
@@ -68,8 +71,8 @@ struct SyntheticModelSpec {
 
   // head_dim, or n_embd / n_heads when it is 0.
   int HeadDim() const { return head_dim > 0 ? head_dim : (n_heads > 0 ? n_embd / n_heads : 0); }
-  // Checks every field (ranges, divisibility, Q8_0 rows a whole number of 32-element blocks, a
-  // file-safe name); errors name the field.
+  // Checks every field (ranges, divisibility, matrix rows a whole number of weight_type's blocks,
+  // a file-safe name); errors name the field.
   Status Validate() const;
 };
 
@@ -86,8 +89,9 @@ std::vector<std::string> SyntheticPresetNames();
 
 // The keys ApplySyntheticOverride accepts, one per field: name, architecture, n_layers, n_embd,
 // n_heads, n_kv_heads, head_dim, n_ff, n_vocab, context_length ("32k" allowed), sliding_window,
-// rope_theta, rms_eps, weight_type (f32|f16|bf16|q8_0), tied_output (true|false|1|0), seed,
-// rope_freqs (true|false), attn_softcap, final_softcap.
+// rope_theta, rms_eps, weight_type (f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_K|q5_K|q6_K, any
+// case), tied_output (true|false|1|0), seed, rope_freqs (true|false), attn_softcap,
+// final_softcap.
 std::vector<std::string> SyntheticSpecKeys();
 // Sets one field from text. Unknown keys and unparsable values are InvalidArgument naming them;
 // the spec is left unchanged on error. Does not validate the whole spec.

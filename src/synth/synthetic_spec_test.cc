@@ -1,5 +1,7 @@
 #include "synth/synthetic_spec.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace kvengine {
@@ -124,7 +126,7 @@ TEST(SyntheticSpecTest, BadOverridesAreClearErrors) {
       {"n_layers=4x", "is not an integer"},
       {"n_layers=0", "n_layers = 0 is outside"},
       {"seed=-1", "seed: '-1' is not an integer"},
-      {"weight_type=q4_0", "weight_type: 'q4_0' is not one of"},
+      {"weight_type=q2_K", "weight_type: 'q2_K' is not one of f32, f16, bf16, q8_0, q4_0"},
       {"weight_type=foo", "weight_type: 'foo'"},
       {"tied_output=maybe", "tied_output: 'maybe'"},
       {"rope_theta=abc", "rope_theta: 'abc' is not a number"},
@@ -134,6 +136,14 @@ TEST(SyntheticSpecTest, BadOverridesAreClearErrors) {
       {"n_kv_heads=8", "n_kv_heads = 8 is outside"},
       {"n_embd=66", "multiple of n_heads"},
       {"weight_type=q8_0,n_ff=100", "multiples of 32"},
+      {"weight_type=q5_1,n_ff=100",
+       "weight_type q5_1 needs n_embd, n_ff and n_heads * head_dim to be multiples of 32 (its "
+       "block size); n_ff is 100"},
+      {"weight_type=q4_K",
+       "weight_type q4_K needs n_embd, n_ff and n_heads * head_dim to be multiples of 256 (its "
+       "block size); n_embd is 64"},
+      {"weight_type=q6_K,n_embd=256", "q6_K needs"},  // n_ff 128.
+      {"weight_type=q5_k,n_embd=256,n_ff=256,head_dim=32", "n_heads * head_dim is 128"},
       {"n_vocab=100", "n_vocab = 100 is outside"},
       {"name=../x", "name '../x'"},
       {"architecture=Llama", "architecture 'Llama'"},
@@ -167,6 +177,27 @@ TEST(SyntheticSpecTest, ParseSpecTakesPresetAndOverrides) {
   EXPECT_TRUE(ParseSyntheticSpec("small").ok());
   EXPECT_FALSE(ParseSyntheticSpec("nope:n_layers=3").ok());
   EXPECT_FALSE(ParseSyntheticSpec("tiny:bogus=1").ok());
+}
+
+TEST(SyntheticSpecTest, EveryWeightTypeIsAcceptedOnWholeBlocks) {
+  // The 32-element block types on the 64-wide presets; the K-quants where every matrix row is a
+  // whole number of 256-element super-blocks (small: 768 / 2048; llama-1b: 2048 / 5632).
+  for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1"}) {
+    for (const char* preset : {"tiny", "llama3-tiny", "gemma3-tiny"}) {
+      Result<SyntheticModelSpec> s =
+          ParseSyntheticSpec(std::string(preset) + ":weight_type=" + type);
+      EXPECT_TRUE(s.ok()) << preset << " " << type << ": " << s.status().ToString();
+    }
+  }
+  for (const char* type : {"q4_K", "q5_K", "q6_K", "Q4_K", "q6_k"}) {
+    for (const char* preset : {"small", "llama-1b", "tiny:n_embd=256,n_ff=512"}) {
+      const std::string sep = std::string(preset).find(':') == std::string::npos ? ":" : ",";
+      Result<SyntheticModelSpec> s =
+          ParseSyntheticSpec(std::string(preset) + sep + "weight_type=" + type);
+      ASSERT_TRUE(s.ok()) << preset << " " << type << ": " << s.status().ToString();
+      EXPECT_EQ(s->weight_type, *GgmlTypeFromName(type));
+    }
+  }
 }
 
 TEST(SyntheticSpecTest, HashChangesWithEveryField) {

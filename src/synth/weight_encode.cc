@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "quant/half.h"
+#include "synth/weight_quantize.h"
 
 namespace kvengine {
 namespace {
@@ -56,12 +57,16 @@ void DequantizeQ8_0(std::span<const uint8_t> in, std::span<float> out) {
   }
 }
 
+bool IsEncodableWeightType(GgmlType type) {
+  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 ||
+         type == GgmlType::kQ8_0 || IsQuantizedBlockType(type);
+}
+
 uint64_t EncodedWeightBytes(GgmlType type, uint64_t n) {
-  if (type == GgmlType::kF32) return n * 4;
-  if (type == GgmlType::kF16 || type == GgmlType::kBF16) return n * 2;
-  KV_CHECK(type == GgmlType::kQ8_0) << "no synthetic encoder for " << GgmlTypeName(type);
-  KV_CHECK(n % kQ8_0BlockSize == 0);
-  return n / kQ8_0BlockSize * kQ8_0BlockBytes;
+  KV_CHECK(IsEncodableWeightType(type)) << "no synthetic encoder for " << GgmlTypeName(type);
+  Result<uint64_t> bytes = GgmlRowBytes(type, n);
+  KV_CHECK(bytes.ok()) << bytes.status().ToString();
+  return *bytes;
 }
 
 void EncodeWeights(GgmlType type, std::span<const float> x, std::span<uint8_t> out) {
@@ -72,8 +77,10 @@ void EncodeWeights(GgmlType type, std::span<const float> x, std::span<uint8_t> o
     for (size_t i = 0; i < x.size(); ++i) StoreU16(out.data() + 2 * i, F32ToF16(x[i]));
   } else if (type == GgmlType::kBF16) {
     for (size_t i = 0; i < x.size(); ++i) StoreU16(out.data() + 2 * i, F32ToBf16(x[i]));
+  } else if (type == GgmlType::kQ8_0) {
+    QuantizeQ8_0(x, out);
   } else {
-    QuantizeQ8_0(x, out);  // EncodedWeightBytes checked the type.
+    QuantizeBlocks(type, x, out);  // EncodedWeightBytes checked the type.
   }
 }
 
@@ -86,6 +93,8 @@ void DecodeWeights(GgmlType type, std::span<const uint8_t> in, std::span<float> 
   } else if (type == GgmlType::kBF16) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = Bf16ToF32(LoadU16(in.data() + 2 * i));
   } else {
+    KV_CHECK(type == GgmlType::kQ8_0) << "no synthetic decoder for " << GgmlTypeName(type)
+                                      << " (kernels_ref::DequantizeBlocks decodes it)";
     DequantizeQ8_0(in, out);
   }
 }

@@ -10,9 +10,12 @@
 namespace kvengine {
 namespace {
 
-// Elements generated and encoded per sink write: 256 KiB of floats, a multiple of the Q8_0 block.
+// Elements generated and encoded per sink write: 256 KiB of floats, a whole number of every
+// encodable type's blocks (32 elements, 256 for the K-quants). A tensor's rows are whole blocks
+// (Validate), so chunks never split a block.
 constexpr int64_t kChunkElements = int64_t{1} << 16;
-static_assert(kChunkElements % kQ8_0BlockSize == 0);
+constexpr int64_t kLargestBlock = 256;  // QK_K.
+static_assert(kChunkElements % kLargestBlock == 0 && kLargestBlock % kQ8_0BlockSize == 0);
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 

@@ -41,7 +41,7 @@ struct SynthProgress {
 inline constexpr uint64_t kSynthProgressStep = uint64_t{16} << 20;
 
 // A filler writing n_elements uniform values (FillUniform with key and scale) encoded as `type`
-// (F32, F16, BF16 or Q8_0; n_elements a multiple of the block size). `progress` may be null.
+// (IsEncodableWeightType; n_elements a multiple of the block size). `progress` may be null.
 GgufTensorFiller UniformFiller(GgmlType type, int64_t n_elements, uint64_t key, float scale,
                                SynthProgress* progress);
 // A filler writing n_elements copies of `value` as F32.

@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "synth/synthetic_vocab.h"
 #include "synth/weight_encode.h"
 #include "synth/weight_fill.h"
+#include "synth/weight_quantize.h"
 
 namespace kvengine {
 namespace {
@@ -66,6 +69,36 @@ TEST(WeightEncodeTest, HalfFormatsRoundTripWithinTheirPrecision) {
   }
   EXPECT_EQ(EncodedWeightBytes(GgmlType::kF16, 10), 20u);
   EXPECT_EQ(EncodedWeightBytes(GgmlType::kQ8_0, 64), 68u);
+}
+
+// The block types go through QuantizeBlocks (weight_quantize_test.cc tests it against the
+// kernels' decoders); here: EncodeWeights' sizes and dispatch, and a chunk of a tensor encodes as
+// the same bytes whichever way the tensor is cut into whole blocks.
+TEST(WeightEncodeTest, BlockTypesEncodeThroughTheQuantizers) {
+  const std::vector<float> x = RandomValues(1024, 0.1f, 13);
+  const GgmlType types[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                            GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+  for (GgmlType type : types) {
+    SCOPED_TRACE(GgmlTypeName(type));
+    EXPECT_TRUE(IsEncodableWeightType(type));
+    const uint64_t bytes = EncodedWeightBytes(type, x.size());
+    EXPECT_EQ(bytes, *GgmlRowBytes(type, x.size()));
+    std::vector<uint8_t> encoded(bytes), direct(bytes);
+    EncodeWeights(type, x, encoded);
+    QuantizeBlocks(type, x, direct);
+    EXPECT_EQ(encoded, direct);
+    const size_t half = x.size() / 2;  // 512: whole blocks of 32 and of 256.
+    std::vector<uint8_t> second(EncodedWeightBytes(type, half));
+    EncodeWeights(type, std::span<const float>(x).subspan(half), second);
+    EXPECT_TRUE(std::equal(second.begin(), second.end(), encoded.begin() + bytes / 2));
+  }
+  EXPECT_EQ(EncodedWeightBytes(GgmlType::kQ4_0, 64), 36u);
+  EXPECT_EQ(EncodedWeightBytes(GgmlType::kQ5_1, 64), 48u);
+  EXPECT_EQ(EncodedWeightBytes(GgmlType::kQ4_K, 256), 144u);
+  EXPECT_EQ(EncodedWeightBytes(GgmlType::kQ5_K, 512), 352u);
+  EXPECT_EQ(EncodedWeightBytes(GgmlType::kQ6_K, 256), 210u);
+  EXPECT_FALSE(IsEncodableWeightType(GgmlType::kQ2_K));
+  EXPECT_FALSE(IsEncodableWeightType(GgmlType::kIQ4_NL));
 }
 
 TEST(WeightFillTest, UniformIsDeterministicChunkIndependentAndInRange) {
