@@ -7,16 +7,34 @@ function(kvengine_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# kvengine_test(NAME SOURCES... DEPS ... [LABELS fast|slow]): a GoogleTest binary under CTest.
+# kvengine_test(NAME SOURCES... DEPS ... [LABELS fast|slow|soak]): a GoogleTest binary under
+# CTest, its sources compiled with KVENGINE_EXE_COMPILE_OPTIONS too. With KVENGINE_TEST_LABELS set
+# (CMakeLists.txt), a binary none of whose labels is listed there is left out of the default
+# build and of CTest.
 function(kvengine_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_LABELS)
     set(ARG_LABELS fast)
   endif()
-  add_executable(${name} ${ARG_SOURCES})
-  target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS})
+  set(wanted TRUE)
+  if(KVENGINE_TEST_LABELS)
+    set(wanted FALSE)
+    foreach(label IN LISTS ARG_LABELS)
+      if(label IN_LIST KVENGINE_TEST_LABELS)
+        set(wanted TRUE)
+      endif()
+    endforeach()
+  endif()
+  if(wanted)
+    add_executable(${name} ${ARG_SOURCES})
+  else()
+    add_executable(${name} EXCLUDE_FROM_ALL ${ARG_SOURCES})
+  endif()
+  target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS} ${KVENGINE_EXE_COMPILE_OPTIONS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  if(wanted)
+    gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()
 
 # kvengine_benchmark(NAME SOURCES... DEPS ...): a google-benchmark binary (not run by tests).
