@@ -7,12 +7,13 @@ function(kvengine_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# kvengine_test(NAME SOURCES... DEPS ... [LABELS fast|slow|soak]): a GoogleTest binary under
-# CTest, its sources compiled with KVENGINE_EXE_COMPILE_OPTIONS too. With KVENGINE_TEST_LABELS set
-# (CMakeLists.txt), a binary none of whose labels is listed there is left out of the default
-# build and of CTest.
+# kvengine_test(NAME SOURCES... DEPS ... [LABELS fast|slow|soak] [OPTIMIZED]): a GoogleTest
+# binary under CTest. Its sources get KVENGINE_TEST_COMPILE_OPTIONS too (CMakeLists.txt), unless
+# OPTIMIZED: a test whose own code does heavy work (attention_test fills large random KV caches)
+# keeps the libraries' flags. With KVENGINE_TEST_LABELS set, a binary none of whose labels is
+# listed there is left out of the default build and of CTest.
 function(kvengine_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "OPTIMIZED" "" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_LABELS)
     set(ARG_LABELS fast)
   endif()
@@ -30,7 +31,10 @@ function(kvengine_test name)
   else()
     add_executable(${name} EXCLUDE_FROM_ALL ${ARG_SOURCES})
   endif()
-  target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS} ${KVENGINE_EXE_COMPILE_OPTIONS})
+  target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS})
+  if(NOT ARG_OPTIMIZED)
+    target_compile_options(${name} PRIVATE ${KVENGINE_TEST_COMPILE_OPTIONS})
+  endif()
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
   if(wanted)
     gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
