@@ -2,6 +2,7 @@
 // types. Ids are the numbers stored in files; they never change once llama.cpp assigns them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -58,6 +59,11 @@ struct GgmlTypeTraits {
 };
 
 GgmlTypeTraits GetGgmlTypeTraits(GgmlType type);
+
+// Q8_0's block (ggml's QK8_0), for code that walks its blocks at compile-time sizes (the kernels,
+// the synthetic-model encoder); GetGgmlTypeTraits(kQ8_0) gives the same at run time.
+inline constexpr int64_t kQ8_0BlockElements = 32;
+inline constexpr size_t kQ8_0BlockBytes = 34;  // f16 scale + 32 int8 codes.
 inline const char* GgmlTypeName(GgmlType type) { return GetGgmlTypeTraits(type).name; }
 
 // Maps a file's type id to a known type; unknown and removed ids are an error naming the id.

@@ -35,9 +35,6 @@ struct WeightView {
 // and to each kernel's exhaustive switch (matmul_ref.cc, matmul_hwy.cc).
 enum class WeightFormat { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
 
-inline constexpr int64_t kQ8_0BlockElements = 32;  // QK8_0.
-inline constexpr size_t kQ8_0BlockBytes = 34;      // f16 d + 32 x int8.
-
 // The kernel format of a ggml type, or nullopt when no kernel supports it.
 std::optional<WeightFormat> WeightFormatOf(GgmlType type);
 

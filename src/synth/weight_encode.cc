@@ -25,18 +25,18 @@ uint16_t LoadU16(const uint8_t* p) {
 }  // namespace
 
 void QuantizeQ8_0(std::span<const float> x, std::span<uint8_t> out) {
-  KV_CHECK(x.size() % kQ8_0BlockSize == 0);
-  const size_t n_blocks = x.size() / kQ8_0BlockSize;
+  KV_CHECK(x.size() % kQ8_0BlockElements == 0);
+  const size_t n_blocks = x.size() / kQ8_0BlockElements;
   KV_CHECK(out.size() == n_blocks * kQ8_0BlockBytes);
   for (size_t b = 0; b < n_blocks; ++b) {
-    const float* xb = x.data() + b * kQ8_0BlockSize;
+    const float* xb = x.data() + b * kQ8_0BlockElements;
     uint8_t* ob = out.data() + b * kQ8_0BlockBytes;
     float amax = 0.0f;
-    for (int j = 0; j < kQ8_0BlockSize; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    for (int j = 0; j < kQ8_0BlockElements; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     StoreU16(ob, F32ToF16(d));
-    for (int j = 0; j < kQ8_0BlockSize; ++j) {
+    for (int j = 0; j < kQ8_0BlockElements; ++j) {
       // |xb[j] * id| <= 127 up to rounding of id, so the rounded value fits int8.
       const int q = std::clamp(static_cast<int>(std::round(xb[j] * id)), -127, 127);
       ob[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(q));
@@ -45,14 +45,14 @@ void QuantizeQ8_0(std::span<const float> x, std::span<uint8_t> out) {
 }
 
 void DequantizeQ8_0(std::span<const uint8_t> in, std::span<float> out) {
-  KV_CHECK(out.size() % kQ8_0BlockSize == 0);
-  const size_t n_blocks = out.size() / kQ8_0BlockSize;
+  KV_CHECK(out.size() % kQ8_0BlockElements == 0);
+  const size_t n_blocks = out.size() / kQ8_0BlockElements;
   KV_CHECK(in.size() == n_blocks * kQ8_0BlockBytes);
   for (size_t b = 0; b < n_blocks; ++b) {
     const uint8_t* ib = in.data() + b * kQ8_0BlockBytes;
     const float d = F16ToF32(LoadU16(ib));
-    for (int j = 0; j < kQ8_0BlockSize; ++j) {
-      out[b * kQ8_0BlockSize + j] = d * static_cast<float>(static_cast<int8_t>(ib[2 + j]));
+    for (int j = 0; j < kQ8_0BlockElements; ++j) {
+      out[b * kQ8_0BlockElements + j] = d * static_cast<float>(static_cast<int8_t>(ib[2 + j]));
     }
   }
 }

@@ -22,9 +22,6 @@
 
 namespace kvengine {
 
-inline constexpr int kQ8_0BlockSize = 32;   // Elements per Q8_0 block.
-inline constexpr int kQ8_0BlockBytes = 34;  // f16 scale + 32 int8.
-
 // Q8_0 of x.size() elements (a multiple of 32) into out (x.size() / 32 * 34 bytes).
 void QuantizeQ8_0(std::span<const float> x, std::span<uint8_t> out);
 // The inverse: out.size() (a multiple of 32) elements from in (out.size() / 32 * 34 bytes).

@@ -15,7 +15,7 @@ namespace {
 // (Validate), so chunks never split a block.
 constexpr int64_t kChunkElements = int64_t{1} << 16;
 constexpr int64_t kLargestBlock = 256;  // QK_K.
-static_assert(kChunkElements % kLargestBlock == 0 && kLargestBlock % kQ8_0BlockSize == 0);
+static_assert(kChunkElements % kLargestBlock == 0 && kLargestBlock % kQ8_0BlockElements == 0);
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
