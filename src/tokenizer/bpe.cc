@@ -1,12 +1,13 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
-#include <queue>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/utf8.h"
 
 namespace kvengine {
@@ -37,13 +38,11 @@ std::string ReplaceInvalidBytes(std::string_view text) {
   return out;
 }
 
-// A run of the word that is one token. Symbols form a doubly linked list in word order;
-// merging makes the left symbol the merged token and marks the right one dead.
+// A run of the word that is one token; merging makes the left symbol the merged token
+// (symbol_merge.h).
 struct Symbol {
-  int32_t id;    // Token id, or kNoToken for a character that is not a token (never merges).
-  size_t size;   // Bytes; 0 once dead.
-  int64_t prev;  // Index of the previous live symbol, -1 at the front.
-  int64_t next;  // Index of the next live symbol, -1 at the back.
+  int32_t id;  // Token id, or kNoToken for a character that is not a token (never merges).
+  SymbolLinks links;
 };
 
 // A candidate merge of symbols[left] and symbols[right]. It is stale once either side has
@@ -71,54 +70,30 @@ class BpeWord {
   BpeWord(const Vocab& vocab, std::string_view word) : vocab_(vocab), word_(word) {}
 
   void Run(std::vector<int32_t>* out) {
-    Split();
-    for (size_t i = 1; i < symbols_.size(); ++i) {
-      TryAddBigram(static_cast<int64_t>(i) - 1, static_cast<int64_t>(i));
-    }
-    while (!queue_.empty()) {
-      const Bigram b = queue_.top();
-      queue_.pop();
-      Symbol& left = symbols_[b.left];
-      Symbol& right = symbols_[b.right];
-      if (left.size == 0 || right.size == 0 || left.next != b.right || left.id != b.left_id ||
-          right.id != b.right_id) {
-        continue;
-      }
-      left.id = b.result;
-      left.size += right.size;
-      right.size = 0;
-      left.next = right.next;
-      if (right.next >= 0) symbols_[right.next].prev = b.left;
-      TryAddBigram(left.prev, b.left);
-      TryAddBigram(b.left, left.next);
-    }
-    for (int64_t i = 0; i != -1; i = symbols_[i].next) Emit(symbols_[i], out);
+    // One symbol per character of the (byte-alphabet, hence valid UTF-8) word.
+    SplitIntoCharSymbols(word_, &symbols_, [&](size_t offset, size_t len) {
+      return Symbol{vocab_.Find(word_.substr(offset, len)), {}};
+    });
+    MergeSymbols<Bigram, BigramAfter>(symbols_, *this);
+    ForEachLiveSymbol(symbols_, [&](const Symbol& s) { Emit(s, out); });
   }
+
+  // The merge rules (symbol_merge.h).
+  std::optional<Bigram> Offer(int64_t left, int64_t right) const {
+    const int32_t left_id = symbols_[size_t(left)].id;
+    const int32_t right_id = symbols_[size_t(right)].id;
+    const BpeMerge* m = vocab_.FindMerge(left_id, right_id);
+    if (m == nullptr) return std::nullopt;
+    return Bigram{m->rank, left, right, left_id, right_id, m->result};
+  }
+  bool Stale(const Bigram& b) const {
+    const Symbol& left = symbols_[size_t(b.left)];
+    return left.links.next != b.right || left.id != b.left_id ||
+           symbols_[size_t(b.right)].id != b.right_id;
+  }
+  void Absorb(const Bigram& b) { symbols_[size_t(b.left)].id = b.result; }
 
  private:
-  // One symbol per character of the (byte-alphabet, hence valid UTF-8) word.
-  void Split() {
-    size_t pos = 0;
-    while (pos < word_.size()) {
-      const size_t len =
-          std::min(Utf8LengthFromLead(static_cast<unsigned char>(word_[pos])), word_.size() - pos);
-      const auto index = static_cast<int64_t>(symbols_.size());
-      const bool last = pos + len == word_.size();
-      symbols_.push_back(
-          {vocab_.Find(word_.substr(pos, len)), len, index - 1, last ? -1 : index + 1});
-      pos += len;
-    }
-  }
-
-  void TryAddBigram(int64_t left, int64_t right) {
-    if (left < 0 || right < 0) return;
-    const int32_t left_id = symbols_[left].id;
-    const int32_t right_id = symbols_[right].id;
-    const BpeMerge* m = vocab_.FindMerge(left_id, right_id);
-    if (m == nullptr) return;
-    queue_.push({m->rank, left, right, left_id, right_id, m->result});
-  }
-
   void Emit(const Symbol& s, std::vector<int32_t>* out) const {
     if (s.id != kNoToken) {
       out->push_back(s.id);
@@ -130,7 +105,6 @@ class BpeWord {
   const Vocab& vocab_;
   std::string_view word_;
   std::vector<Symbol> symbols_;
-  std::priority_queue<Bigram, std::vector<Bigram>, BigramAfter> queue_;
 };
 
 }  // namespace
