@@ -21,44 +21,24 @@ scratch="$2"
 rm -rf "$scratch"
 mkdir -p "$scratch"
 export KVENGINE_CACHE="${KVENGINE_CACHE:-$scratch/cache}"
-for tool in curl jq; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool is not installed (scripts/install-deps.sh)"; exit 1; }
-done
-
 failures=0
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+require_tools curl jq
+
 base=""
 server_pid=""
 log=""
 pids=()  # Background curls of the current row.
 
-ok() { echo "ok   $1"; }
-fail() {
-  echo "FAIL $1: $2"
-  failures=$((failures + 1))
-}
-
-# start_server NAME ARGS...: starts serve on a free port (--port 0; the log says which) and waits
-# (bounded) for /health 200.
+# start_server NAME ARGS...: `serve -m tiny` on a free port, healthy (lib.sh).
 start_server() {
   local name="$1"
   shift
   log="$scratch/server-$name.log"
-  "$bin" serve -m tiny --host 127.0.0.1 --port 0 -t 1 "$@" >"$log" 2>&1 &
-  server_pid=$!
-  local port=""
-  for _ in $(seq 1 600); do
-    port=$(grep -oE 'listening on http://127\.0\.0\.1:[0-9]+' "$log" | grep -oE '[0-9]+$')
-    if [ -n "$port" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ]; then
-      base="http://127.0.0.1:$port"
-      return 0
-    fi
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "FAIL start $name: server not healthy; log:"
-  cat "$log"
-  kill -9 "$server_pid" 2>/dev/null
-  exit 1
+  serve_on_free_port "$name" "$log" -m tiny -t 1 "$@"
+  server_pid=$served_pid
+  base=$served_base
 }
 
 # stop_server: SIGTERM (drain), then the exit status must be 0.
@@ -78,23 +58,7 @@ cleanup() {
 trap cleanup EXIT
 
 # metric NAME: the sum of the samples of kvengine:NAME.
-metric() {
-  curl -s "$base/metrics" | awk -v n="kvengine:$1" \
-    'index($1, n "{") == 1 || $1 == n { s += $NF } END { printf "%d\n", s }'
-}
-
-# wait_for DESCRIPTION SECONDS CONDITION: evaluates the shell condition every 50 ms (afresh each
-# time: quote it); 1 on timeout.
-wait_for() {
-  local what="$1" seconds="$2" condition="$3"
-  local tries=$((seconds * 20))
-  for _ in $(seq 1 "$tries"); do
-    eval "$condition" && return 0
-    sleep 0.05
-  done
-  echo "     (timed out after ${seconds}s waiting for $what)"
-  return 1
-}
+metric() { metric_sum "$base" "$1"; }
 metric_is() { [ "$(metric "$1")" -eq "$2" ]; }
 metric_ge() { [ "$(metric "$1")" -ge "$2" ]; }
 has_chunk() { grep -qs '^data: ' "$1"; }

@@ -31,9 +31,10 @@ scratch="$2"
 rm -rf "$scratch"
 mkdir -p "$scratch"
 export KVENGINE_CACHE="${KVENGINE_CACHE:-$scratch/cache}"
-for tool in curl jq; do
-  command -v "$tool" >/dev/null || { echo "FAIL: $tool is not installed (scripts/install-deps.sh)"; exit 1; }
-done
+failures=0
+# shellcheck source=tests/e2e/lib.sh
+source "$(dirname "$0")/lib.sh"
+require_tools curl jq
 have_redis=1
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
   if [ "${CI:-}" = true ]; then
@@ -44,7 +45,6 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   have_redis=0
 fi
 
-failures=0
 declare -A pid_of base_of log_of  # By server name.
 redis_pid=""
 # A unix socket path must fit sun_path (108 bytes): a deep scratch dir gets a short one in /tmp.
@@ -59,34 +59,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() { echo "ok   $1"; }
-fail() {
-  echo "FAIL $1: $2"
-  failures=$((failures + 1))
-}
-
-# start_server NAME ARGS...: `serve -m tiny` on a free port (--port 0; the log says which), waits
-# (bounded) for /health 200.
+# start_server NAME ARGS...: `serve -m tiny` on a free port, healthy (lib.sh).
 start_server() {
   local name="$1"
   shift
-  local log="$scratch/server-$name.log"
-  "$bin" serve -m tiny --host 127.0.0.1 --port 0 -t 1 -c 640 --max-num-seqs 2 "$@" >"$log" 2>&1 &
-  pid_of[$name]=$!
-  log_of[$name]=$log
-  local port=""
-  for _ in $(seq 1 600); do
-    port=$(grep -oE 'listening on http://127\.0\.0\.1:[0-9]+' "$log" | grep -oE '[0-9]+$')
-    if [ -n "$port" ] && [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")" = 200 ]; then
-      base_of[$name]="http://127.0.0.1:$port"
-      return 0
-    fi
-    kill -0 "${pid_of[$name]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "FAIL start $name: server not healthy; log:"
-  cat "$log"
-  exit 1
+  log_of[$name]="$scratch/server-$name.log"
+  serve_on_free_port "$name" "${log_of[$name]}" -m tiny -t 1 -c 640 --max-num-seqs 2 "$@"
+  pid_of[$name]=$served_pid
+  base_of[$name]=$served_base
 }
 
 # stop_server NAME: SIGTERM (drain; with a disk tier the cached blocks are persisted), then the
@@ -107,21 +87,7 @@ stop_server() {
 
 # metric SERVER NAME [LABEL]: the sum of the samples of kvengine:NAME (those whose labels contain
 # LABEL, e.g. 'tier="redis"').
-metric() {
-  curl -s "${base_of[$1]}/metrics" | awk -v n="kvengine:$2" -v l="${3:-}" \
-    '(index($1, n "{") == 1 || $1 == n) && index($1, l) > 0 { s += $NF } END { printf "%.0f\n", s }'
-}
-
-# wait_for DESCRIPTION SECONDS CONDITION: evaluates the condition every 50 ms; 1 on timeout.
-wait_for() {
-  local what="$1" seconds="$2" condition="$3"
-  for _ in $(seq 1 $((seconds * 20))); do
-    eval "$condition" && return 0
-    sleep 0.05
-  done
-  echo "     (timed out after ${seconds}s waiting for $what)"
-  return 1
-}
+metric() { metric_sum "${base_of[$1]}" "$2" "${3:-}"; }
 
 # nudge SERVER: a one-token request, so the engine loop runs an iteration and republishes its
 # stats now. Failed tier operations do not always end a write-queue drain (which also wakes the
