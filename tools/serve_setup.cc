@@ -79,6 +79,13 @@ std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
                               "servers, for comparison)")
                   ->check(CLI::IsMember({"paged", "contiguous"}))
                   ->capture_default_str());
+  a.push_back(cmd->add_option("--step-policy", f->step_policy,
+                              "mixed: every step runs the decodes beside prompt chunks (vLLM's "
+                              "chunked prefill); prefill-first: prompt work alone when there is "
+                              "any, decodes in the steps between (SGLang's default: lower TTFT, "
+                              "decodes wait a step per prefill)")
+                  ->check(CLI::IsMember({"mixed", "prefill-first"}))
+                  ->capture_default_str());
   a.push_back(cmd->add_option("--swap-space", f->swap_space,
                               "Host RAM tier for KV blocks evicted from the pool (e.g. 4GiB); 0: "
                               "none (evicted blocks are dropped, or go to disk/Redis if set)")
@@ -142,6 +149,7 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   eo.kv.model_fingerprint = mf.path;
   KV_ASSIGN_OR_RETURN(eo.kv.memory_bytes, KvMemory(f, cfg, dtypes, l.max_model_len));
   eo.contiguous_reservation = f.kv_policy == "contiguous";
+  eo.step_policy = f.step_policy == "prefill-first" ? StepPolicy::kPrefillFirst : StepPolicy::kMixed;
   KV_ASSIGN_OR_RETURN(eo.tiers, ResolveTiers(f));
   const Vocab& vocab = l.tokenizer->vocab();
   for (int32_t id : {vocab.special.eos, vocab.special.eot, vocab.special.eom}) {

@@ -34,6 +34,7 @@ struct ServeFlags {
   bool prefix_caching = true;
   std::string kv_memory;
   std::string kv_policy = "paged";
+  std::string step_policy = "mixed";
   std::string max_body = "8MiB";
   int http_threads = 0;
   double drain_timeout_s = 30;

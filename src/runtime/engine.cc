@@ -38,6 +38,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const Model> mode
   so.max_num_batched_tokens = options.max_num_batched_tokens;
   so.contiguous_reservation = options.contiguous_reservation;
   so.admission_watermark = options.admission_watermark;
+  so.step_policy = options.step_policy;
   KV_RETURN_IF_ERROR(so.Validate());
   for (int32_t t : options.eos_token_ids) {
     if (t < 0 || t >= model->n_vocab()) {

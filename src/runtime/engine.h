@@ -28,6 +28,7 @@
 #include "base/histogram.h"
 #include "base/status.h"
 #include "kv/kv_cache_manager.h"
+#include "sched/step_policy.h"
 #include "model/model.h"
 #include "sampler/sampler.h"
 #include "tier/tier_config.h"
@@ -57,6 +58,8 @@ struct EngineOptions {
   // Fraction of the pool an admission leaves available for running sequences to grow into
   // (SchedulerOptions::admission_watermark).
   double admission_watermark = 0.01;
+  // Whether a step mixes decodes with prompt work (SchedulerOptions::step_policy).
+  StepPolicy step_policy = StepPolicy::kMixed;
   // The model's end-of-generation tokens (the tokenizer's EOS, e.g. Tokenizer::eos()); a
   // request stops at them unless it sets ignore_eos.
   std::vector<int32_t> eos_token_ids;

@@ -27,6 +27,16 @@ const char* PreemptionModeName(PreemptionMode mode) {
   return "?";
 }
 
+const char* StepPolicyName(StepPolicy policy) {
+  switch (policy) {
+    case StepPolicy::kMixed:
+      return "mixed";
+    case StepPolicy::kPrefillFirst:
+      return "prefill-first";
+  }
+  return "?";
+}
+
 Status SchedulerOptions::Validate() const {
   if (max_num_seqs < 1) {
     return InvalidArgument("max_num_seqs must be >= 1, got " + std::to_string(max_num_seqs));

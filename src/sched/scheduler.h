@@ -30,6 +30,13 @@
 //      admission also needs max_model_len tokens' worth of blocks per seat left over after the
 //      reservations of every running seat, and no watermark (the reservation already leaves
 //      every seat room to grow); nothing else changes.
+//   4. StepPolicy::kPrefillFirst (not the default): a step first tries prompt work alone —
+//      steps 1 and 2 with the decodes left out (running prefill chunks, then admissions). If that
+//      schedules anything, the step is that; only otherwise do the decodes run (steps 1 and 2 as
+//      above). A new prompt's first token then waits for no decode rows (on a compute-bound CPU
+//      each costs as much as a prompt token), while the running sequences wait one step longer
+//      for each prefill step: SGLang's default (mixed chunks off) and vLLM V0's without chunked
+//      prefill. Decodes can starve while prompts keep arriving.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +50,7 @@
 #include "base/status.h"
 #include "kv/kv_cache_manager.h"
 #include "sched/sched_sequence.h"
+#include "sched/step_policy.h"
 
 namespace kvengine {
 
@@ -67,6 +75,7 @@ struct SchedulerOptions {
   // the next decode step preempts at once. In [0, 1).
   double admission_watermark = 0.01;
   PreemptionMode preemption_mode = PreemptionMode::kRecompute;
+  StepPolicy step_policy = StepPolicy::kMixed;
 
   Status Validate() const;
 };
@@ -148,7 +157,8 @@ class Scheduler {
   // Appends tokens [from, from + n) of `s` and records the chunk (the plan said it fits).
   void Commit(SchedSequence* s, int64_t from, int64_t n, bool admitted, SchedulerOutput* out);
   void Preempt(SchedSequence* victim, SchedulerOutput* out);
-  void ScheduleRunning(int64_t* budget, SchedulerOutput* out);
+  // `decodes`: false leaves the running sequences that only decode out of this step.
+  void ScheduleRunning(int64_t* budget, SchedulerOutput* out, bool decodes);
   void Admit(int64_t* budget, SchedulerOutput* out);
   bool ReservationFits(const SchedSequence& s) const;
   SchedSequence& Get(SeqId seq);

@@ -10,7 +10,13 @@ namespace kvengine {
 SchedulerOutput Scheduler::Schedule() {
   SchedulerOutput out;
   int64_t budget = options_.max_num_batched_tokens;
-  ScheduleRunning(&budget, &out);
+  if (options_.step_policy == StepPolicy::kPrefillFirst) {
+    ScheduleRunning(&budget, &out, /*decodes=*/false);
+    if (out.preempted.empty()) Admit(&budget, &out);
+    if (!out.chunks.empty()) return out;
+    // No prompt work fits now (preemptions so far stand): a step of decodes.
+  }
+  ScheduleRunning(&budget, &out, /*decodes=*/true);
   // A step that had to preempt is short of blocks: admitting now would only preempt again.
   if (out.preempted.empty()) Admit(&budget, &out);
   return out;
@@ -88,16 +94,22 @@ void Scheduler::Preempt(SchedSequence* victim, SchedulerOutput* out) {
   out->preempted.push_back(victim->id);
 }
 
-void Scheduler::ScheduleRunning(int64_t* budget, SchedulerOutput* out) {
+void Scheduler::ScheduleRunning(int64_t* budget, SchedulerOutput* out, bool decodes) {
   // Budget held back for decodes (one token each) not reached yet, so prefill chunks ahead of
   // them in service order cannot take the whole step.
   int64_t pending_decodes = 0;
-  for (const SchedSequence* s : running_) pending_decodes += s->remaining() == 1;
+  if (decodes) {
+    for (const SchedSequence* s : running_) pending_decodes += s->remaining() == 1;
+  }
   size_t i = 0;
   while (i < running_.size() && *budget > 0) {
     SchedSequence* s = running_[i];
     KV_CHECK(s->remaining() >= 1) << "running sequence " << s->id << " has nothing to compute";
     const bool decode = s->remaining() == 1;
+    if (decode && !decodes) {
+      ++i;
+      continue;
+    }
     const int64_t want = decode ? 1 : std::min(s->remaining(), *budget - pending_decodes);
     if (want <= 0) {  // A prefill whose share of this step went to the decodes behind it.
       ++i;
@@ -109,7 +121,7 @@ void Scheduler::ScheduleRunning(int64_t* budget, SchedulerOutput* out) {
       // never one already scheduled this step, as those come before s. If it is s itself, s
       // was the last and the loop ends.
       SchedSequence* victim = running_.back();
-      if (victim->remaining() == 1) --pending_decodes;
+      if (decodes && victim->remaining() == 1) --pending_decodes;
       Preempt(victim, out);
       continue;
     }

@@ -72,6 +72,52 @@ TEST(SchedulerTest, DecodesKeepTheirShareWhileAPrefillIsChunked) {
   EXPECT_EQ(sched.Find(2)->num_computed, 7 + 7 + 7 + 7);
 }
 
+TEST(SchedulerTest, PrefillFirstRunsPromptWorkAloneThenTheDecodes) {
+  auto kv = MakeFakeKv(64);
+  ManualClock clock;
+  SchedulerOptions o = Opts(4, 8);
+  o.step_policy = StepPolicy::kPrefillFirst;
+  Scheduler sched(kv.get(), o, &clock);
+  FakeLoop loop(&sched, kv.get());
+  loop.Add(1, Toks(1, 3), 50);
+  loop.Step();  // Prefill of 1, which now decodes.
+  SchedulerOutput out = loop.Step();
+  ASSERT_EQ(out.chunks.size(), 1u);  // Nothing else to do: a decode step.
+  EXPECT_EQ(out.chunks[0].seq, 1u);
+  // A long prompt arrives: its chunks run alone (a mixed step would give 1 a token of each);
+  // 1 decodes again once the prompt is done.
+  loop.Add(2, Toks(100, 20), 2);
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  for (int step = 0; step < 3; ++step) {
+    out = loop.Step();
+    ASSERT_EQ(out.chunks.size(), 1u) << "step " << step;
+    EXPECT_EQ(out.chunks[0].seq, 2u);
+    chunks.emplace_back(out.chunks[0].start_pos, out.chunks[0].num_tokens);
+  }
+  EXPECT_EQ(chunks, (std::vector<std::pair<int64_t, int64_t>>{{0, 8}, {8, 8}, {16, 4}}));
+  out = loop.Step();
+  ASSERT_EQ(out.chunks.size(), 2u);
+  EXPECT_EQ(out.chunks[0].num_tokens + out.chunks[1].num_tokens, 2);
+  loop.RunToIdle();
+  EXPECT_EQ(UsedBlocks(*kv), 0);
+}
+
+TEST(SchedulerTest, MixedStepsGiveDecodesTheirTokenBesideANewPrompt) {
+  auto kv = MakeFakeKv(64);
+  ManualClock clock;
+  Scheduler sched(kv.get(), Opts(4, 8), &clock);  // StepPolicy::kMixed, the default.
+  FakeLoop loop(&sched, kv.get());
+  loop.Add(1, Toks(1, 3), 50);
+  loop.Step();
+  loop.Add(2, Toks(100, 5), 2);
+  const SchedulerOutput out = loop.Step();
+  ASSERT_EQ(out.chunks.size(), 2u);
+  EXPECT_EQ(out.chunks[0].seq, 1u);
+  EXPECT_EQ(out.chunks[0].num_tokens, 1);
+  EXPECT_EQ(out.chunks[1].seq, 2u);
+  EXPECT_EQ(out.chunks[1].num_tokens, 5);
+}
+
 TEST(SchedulerTest, PrefillChunkShrinksToTheBlocksLeft) {
   auto kv = MakeFakeKv(5);
   ManualClock clock;
