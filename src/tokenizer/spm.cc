@@ -37,7 +37,8 @@ class SpmSession {
   SpmSession(const Vocab& vocab, std::string_view text) : vocab_(vocab), text_(text) {}
 
   void Run(std::vector<int32_t>* out) {
-    SplitIntoCharSymbols(text_, &symbols_, [](size_t offset, size_t) { return Symbol{offset, {}}; });
+    SplitIntoCharSymbols(text_, &symbols_,
+                         [](size_t offset, size_t) { return Symbol{offset, {}}; });
     MergeSymbols<Bigram, BigramLess>(symbols_, *this);
     ForEachLiveSymbol(symbols_, [&](const Symbol& s) { Emit(s, out); });
   }

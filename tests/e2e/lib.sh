@@ -5,7 +5,10 @@
 # Fails the test at once when a tool is missing (scripts/install-deps.sh installs them).
 require_tools() {
   for tool in "$@"; do
-    command -v "$tool" >/dev/null || { echo "FAIL: $tool is not installed (scripts/install-deps.sh)"; exit 1; }
+    if ! command -v "$tool" >/dev/null; then
+      echo "FAIL: $tool is not installed (scripts/install-deps.sh)"
+      exit 1
+    fi
   done
 }
 
