@@ -32,6 +32,8 @@ check bad_dtype 1 "kv-dtype" -- "$bin" plan --kv-dtype int7
 check bad_size 1 "size" -- "$bin" plan --mem 12XB
 check no_prompt 1 "prompt" -- "$bin" run -m tiny
 check bad_temp 1 "temperature" -- "$bin" run -m tiny -p hi --temp 9
+# CLI11 rejects a value outside the listed choices (its exit status 105), as for --kv-policy.
+check bad_step_policy 105 "step-policy: bogus not in \{mixed,prefill-first\}" -- "$bin" serve -m tiny --step-policy bogus
 
 # run --json on the tiny synthetic model; kv_bytes_per_token equals the planner's figure.
 check run_json 0 '"output_token_ids":\[' -- "$bin" run -m tiny -p "hello world" -n 4 --json

@@ -29,6 +29,12 @@ Result<uint64_t> KvMemory(const ServeFlags& f, const ModelConfig& cfg, const KvD
   return std::max(plan.kv_bytes_per_sequence, std::min(kDefaultKvCap, plan.kv_bytes_total));
 }
 
+std::vector<std::string> StepPolicyNames() {
+  std::vector<std::string> names;
+  for (StepPolicy p : kStepPolicies) names.emplace_back(StepPolicyName(p));
+  return names;
+}
+
 }  // namespace
 
 std::vector<CLI::Option*> AddServeModelFlags(CLI::App* cmd, ServeFlags* f) {
@@ -84,7 +90,7 @@ std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
                               "chunked prefill); prefill-first: prompt work alone when there is "
                               "any, decodes in the steps between (SGLang's default: lower TTFT, "
                               "decodes wait a step per prefill)")
-                  ->check(CLI::IsMember({"mixed", "prefill-first"}))
+                  ->check(CLI::IsMember(StepPolicyNames()))
                   ->capture_default_str());
   a.push_back(cmd->add_option("--swap-space", f->swap_space,
                               "Host RAM tier for KV blocks evicted from the pool (e.g. 4GiB); 0: "
@@ -149,7 +155,9 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   eo.kv.model_fingerprint = mf.path;
   KV_ASSIGN_OR_RETURN(eo.kv.memory_bytes, KvMemory(f, cfg, dtypes, l.max_model_len));
   eo.contiguous_reservation = f.kv_policy == "contiguous";
-  eo.step_policy = f.step_policy == "prefill-first" ? StepPolicy::kPrefillFirst : StepPolicy::kMixed;
+  for (StepPolicy p : kStepPolicies) {
+    if (f.step_policy == StepPolicyName(p)) eo.step_policy = p;  // --step-policy checked the name.
+  }
   KV_ASSIGN_OR_RETURN(eo.tiers, ResolveTiers(f));
   const Vocab& vocab = l.tokenizer->vocab();
   for (int32_t id : {vocab.special.eos, vocab.special.eot, vocab.special.eom}) {

@@ -10,15 +10,17 @@ namespace kvengine {
 SchedulerOutput Scheduler::Schedule() {
   SchedulerOutput out;
   int64_t budget = options_.max_num_batched_tokens;
-  if (options_.step_policy == StepPolicy::kPrefillFirst) {
+  const bool prefill_first = options_.step_policy == StepPolicy::kPrefillFirst;
+  if (prefill_first) {
     ScheduleRunning(&budget, &out, /*decodes=*/false);
     if (out.preempted.empty()) Admit(&budget, &out);
     if (!out.chunks.empty()) return out;
-    // No prompt work fits now (preemptions so far stand): a step of decodes.
+    // No prompt work fits now (preemptions so far stand): a step of decodes. Admission was
+    // tried with the whole budget and every block, so it is not tried again behind them.
   }
   ScheduleRunning(&budget, &out, /*decodes=*/true);
   // A step that had to preempt is short of blocks: admitting now would only preempt again.
-  if (out.preempted.empty()) Admit(&budget, &out);
+  if (!prefill_first && out.preempted.empty()) Admit(&budget, &out);
   return out;
 }
 

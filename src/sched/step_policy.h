@@ -9,6 +9,8 @@ enum class StepPolicy {
   kPrefillFirst,  // Prompt work alone when there is any, decodes in steps without it.
 };
 
-const char* StepPolicyName(StepPolicy policy);  // "mixed", "prefill-first".
+inline constexpr StepPolicy kStepPolicies[] = {StepPolicy::kMixed, StepPolicy::kPrefillFirst};
+
+const char* StepPolicyName(StepPolicy policy);  // "mixed", "prefill-first" (the CLI's names).
 
 }  // namespace kvengine
