@@ -115,6 +115,32 @@ BENCHMARK(BM_MatMul)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// Decode (one token) over F16 weights that stay in L2 (128 x 2048, 512 KiB, one thread): the
+// kernel's arithmetic ceiling, which a decode step needs above the memory's read bandwidth.
+void BM_MatMulDecodeInCache(benchmark::State& state) {
+  constexpr int64_t kCacheRows = 128;
+  ThreadPool pool(1);
+  std::mt19937 rng(1);
+  const size_t row_bytes = static_cast<size_t>(kCols) * 2;
+  std::vector<uint8_t> bytes(row_bytes * kCacheRows);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  for (size_t i = 0; i < bytes.size() / 2; ++i) {
+    const uint16_t h = F32ToF16(normal(rng));
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  std::vector<float> x(static_cast<size_t>(kCols));
+  for (float& v : x) v = normal(rng);
+  std::vector<float> y(static_cast<size_t>(kCacheRows));
+  for (auto _ : state) {
+    const WeightView w{GgmlType::kF16, kCacheRows, kCols, bytes.data(), row_bytes};
+    MatMul(w, x.data(), 1, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes.size()));
+}
+BENCHMARK(BM_MatMulDecodeInCache)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 // F16 MatMul at the shapes of a serving step (arguments: n_tokens, cols, threads; 2048 rows): a
 // mixed step of ~80 rows and a prefill chunk of 512, over the attention/up-projection width (2048)
 // and the down projection's (5632), weights streamed from memory. Counts GFLOPS.

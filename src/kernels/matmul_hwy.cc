@@ -6,7 +6,8 @@
 // kRowTile times. Rows are taken a panel (kPanelBytes of weights) at a time, and every token tile
 // passes over a panel while it sits in L2, so each weight byte is read from memory once per call
 // (per token block of up to 366 tokens) however many tokens there are; the panel's last pass
-// prefetches the next panel. A decode batch (1-3 tokens) streams the rows one at a time instead.
+// prefetches the next panel. A decode batch (1-3 tokens) streams its rows as four long runs side
+// by side instead (DecodeStreams).
 //
 // Batch invariance (matmul.h): each dot product owns one vector accumulator, updated by
 //   acc = MulAdd(w[c .. c + L), x[c .. c + L), acc)   for c = 0, L, 2L, ... (L = lanes),
@@ -232,18 +233,53 @@ HWY_INLINE void PanelPasses(const WeightView& w, const float* x, int64_t n_token
   }
 }
 
+// Decode (T < 4 tokens): the rows [row_begin, row_end) as kDecodeStreams contiguous runs walked
+// side by side, one row of each run per tile. A dot product is one chain of dependent multiply-adds
+// (a 4 KiB F16 row: 128 of them), and one chain at a time is bound by the FMA's latency (~28 GB/s
+// of F16 per core on Zen 5, below the memory's read bandwidth once two cores stream); the tile
+// keeps kDecodeStreams chains in flight, each still in the order of the top of this file, while
+// the memory system sees a few long sequential streams (adjacent rows interleaved, 4 KiB apart,
+// read at half the speed). kernels_bench BM_MatMulDecodeInCache: 1 / 2 / 4 / 6 / 8 runs
+// 28 / 44-52 / 80-82 / 80-87 / 84-87 GB/s per thread from L2.
+constexpr size_t kDecodeStreams = 4;
+
+template <class Tile, size_t T>
+HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_begin,
+                              int64_t row_end, float* y) {
+  constexpr size_t S = kDecodeStreams;
+  const size_t cols = static_cast<size_t>(w.cols);
+  const float* xs[T];
+  for (size_t i = 0; i < T; ++i) xs[i] = x + static_cast<int64_t>(i) * static_cast<int64_t>(cols);
+  const int64_t n = row_end - row_begin;
+  const int64_t per = (n + static_cast<int64_t>(S) - 1) / static_cast<int64_t>(S);
+  for (int64_t k = 0; k < per; ++k) {
+    const uint8_t* rows[S];
+    int64_t index[S];
+    size_t valid = 0;
+    for (size_t s = 0; s < S; ++s) {
+      const int64_t row = row_begin + static_cast<int64_t>(s) * per + k;
+      if (row < row_end) index[valid++] = row;
+    }
+    for (size_t s = 0; s < S; ++s) {
+      rows[s] = w.data + static_cast<size_t>(index[std::min(s, valid - 1)]) * w.row_bytes;
+    }
+    float out[S][T];
+    Tile::template Run<S, T, Prefetch::kNone>(rows, rows, xs, cols, out);
+    for (size_t s = 0; s < valid; ++s) {
+      for (size_t i = 0; i < T; ++i) y[static_cast<int64_t>(i) * w.rows + index[s]] = out[s][i];
+    }
+  }
+}
+
 template <class Tile>
 void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y) {
-  // A decode step of one or a few tokens is bound by weight bandwidth, and on the reference
-  // machine one weight row streamed at a time reads twice as fast as kRowTile rows interleaved
-  // (20.8 vs 10.7 GB/s, one thread, F16, huge pages). More tokens are bound by arithmetic, where
-  // kRowTile rows share each activation load. The tile shape never changes a result's bits (see
-  // the top of this file).
+  // A decode step of one or a few tokens is bound by weight bandwidth (DecodeStreams). More
+  // tokens are bound by arithmetic, where kRowTile rows share each activation load. The tile
+  // shape never changes a result's bits (see the top of this file).
   if (n_tokens < 4) {  // Fewer tokens than the smallest multi-row tile worth its loads.
     const auto pass = [&](auto tile) {
-      TokenTileOverRows<Tile, 1, decltype(tile)::value, Prefetch::kNone>(
-          w, x, 0, row_begin, row_end, row_end, row_end, y);
+      DecodeStreams<Tile, decltype(tile)::value>(w, x, row_begin, row_end, y);
     };
     if (n_tokens == 1) return pass(std::integral_constant<size_t, 1>());
     if (n_tokens == 2) return pass(std::integral_constant<size_t, 2>());
