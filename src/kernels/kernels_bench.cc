@@ -32,6 +32,17 @@ constexpr int64_t kCols = 2048;
 // cache (an EPYC CCD has 32 MiB), so every call streams them from memory as a decode step does.
 constexpr size_t kWeightFootprint = size_t{192} << 20;
 
+// n F16 values drawn from N(0, 0.05), as bytes.
+std::vector<uint8_t> RandomF16Bytes(int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 2);
+  std::normal_distribution<float> normal(0.0f, 0.05f);
+  for (size_t i = 0; i < bytes.size() / 2; ++i) {
+    const uint16_t h = F32ToF16(normal(rng));
+    std::memcpy(bytes.data() + 2 * i, &h, 2);
+  }
+  return bytes;
+}
+
 std::vector<uint8_t> RandomWeightBytes(GgmlType type, size_t row_bytes, std::mt19937& rng) {
   std::vector<uint8_t> bytes(row_bytes * kRows);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -122,12 +133,8 @@ void BM_MatMulDecodeInCache(benchmark::State& state) {
   ThreadPool pool(1);
   std::mt19937 rng(1);
   const size_t row_bytes = static_cast<size_t>(kCols) * 2;
-  std::vector<uint8_t> bytes(row_bytes * kCacheRows);
+  const std::vector<uint8_t> bytes = RandomF16Bytes(kCols * kCacheRows, rng);
   std::normal_distribution<float> normal(0.0f, 0.05f);
-  for (size_t i = 0; i < bytes.size() / 2; ++i) {
-    const uint16_t h = F32ToF16(normal(rng));
-    std::memcpy(bytes.data() + 2 * i, &h, 2);
-  }
   std::vector<float> x(static_cast<size_t>(kCols));
   for (float& v : x) v = normal(rng);
   std::vector<float> y(static_cast<size_t>(kCacheRows));
@@ -150,12 +157,8 @@ void BM_MatMulShape(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(2)));
   std::mt19937 rng(1);
   const size_t row_bytes = static_cast<size_t>(cols) * 2;
-  std::vector<uint8_t> bytes(row_bytes * kRows);
+  const std::vector<uint8_t> bytes = RandomF16Bytes(cols * kRows, rng);
   std::normal_distribution<float> normal(0.0f, 0.05f);
-  for (size_t i = 0; i < bytes.size() / 2; ++i) {
-    const uint16_t h = F32ToF16(normal(rng));
-    std::memcpy(bytes.data() + 2 * i, &h, 2);
-  }
   WeightCopies copies(bytes);
   std::vector<float> x(static_cast<size_t>(n_tokens * cols));
   for (float& v : x) v = normal(rng);
