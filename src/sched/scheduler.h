@@ -33,10 +33,11 @@
 //   4. StepPolicy::kPrefillFirst (not the default): a step first tries prompt work alone —
 //      steps 1 and 2 with the decodes left out (running prefill chunks, then admissions). If that
 //      schedules anything, the step is that; only otherwise do the decodes run (step 1 as above;
-//      admission, just tried with the whole budget, is not tried again). A new prompt's first token then waits for no decode rows (on a compute-bound CPU
-//      each costs as much as a prompt token), while the running sequences wait one step longer
-//      for each prefill step: SGLang's default (mixed chunks off) and vLLM V0's without chunked
-//      prefill. Decodes can starve while prompts keep arriving.
+//      admission, just tried with the whole budget, is not tried again). A new prompt's first
+//      token then waits for no decode rows (on a compute-bound CPU each costs as much as a
+//      prompt token), while the running sequences wait one step longer for each prefill step:
+//      SGLang's default (mixed chunks off) and vLLM V0's without chunked prefill. Decodes can
+//      starve while prompts keep arriving.
 #pragma once
 
 #include <cstdint>
