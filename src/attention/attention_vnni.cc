@@ -63,6 +63,18 @@ KV_VNNI_TARGET __attribute__((always_inline)) inline void PrefetchRow(const KvPr
   }
 }
 
+// acc += pairwise a * b (vpdpwssd). GCC 12 compiles the intrinsic on an accumulator array into
+// a register copy per instruction plus spills (it does not tie the accumulator operand across the
+// loop); the asm form with a "+v" operand keeps each accumulator in one register.
+KV_VNNI_TARGET __attribute__((always_inline)) inline void DpWssd(__m512i& acc, __m512i a,
+                                                                  __m512i b) {
+#if defined(__GNUC__) && !defined(__clang__)
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+#else
+  acc = _mm512_dpwssd_epi32(acc, a, b);
+#endif
+}
+
 // v[0, 16) -> one vector whose lane i is the sum of v[i]'s lanes (v clobbered). Integer adds:
 // exact, so the tree's order does not matter.
 KV_VNNI_TARGET inline __m512i TransposeSum16(__m512i* v) {
@@ -107,7 +119,7 @@ KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, const int16_t* q16, co
       for (int h = 0; h < kHeads; ++h) {
         const __m512i qv = _mm512_loadu_si512(q16 + size_t(h) * d + j);
         for (int i = 0; i < kPosTile; ++i) {
-          acc[h * kPosTile + i] = _mm512_dpwssd_epi32(acc[h * kPosTile + i], k[i], qv);
+          DpWssd(acc[h * kPosTile + i], k[i], qv);
         }
       }
     }
@@ -153,8 +165,8 @@ KV_VNNI_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int
     for (int h = 0; h < kHeads; ++h) {
       const __m512i w = _mm512_set1_epi32(wpair[h][t]);
       for (int k = 0; k < kSlices32; ++k) {
-        ia[h][2 * k] = _mm512_dpwssd_epi32(ia[h][2 * k], lo[k], w);
-        ia[h][2 * k + 1] = _mm512_dpwssd_epi32(ia[h][2 * k + 1], hi[k], w);
+        DpWssd(ia[h][2 * k], lo[k], w);
+        DpWssd(ia[h][2 * k + 1], hi[k], w);
       }
     }
   }
