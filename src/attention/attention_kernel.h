@@ -21,6 +21,7 @@
 // whatever else is in the batch (the batch-invariance contract in paged_attention.h).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -73,18 +74,19 @@ class ItemRowWalker {
     if (range_ == 0) n += item_.end[1] - item_.begin[1];
     return n;
   }
-  // Fills refs[0, n) with the next n <= remaining() positions.
+  // Fills refs[0, n) with the next n <= remaining() positions (the row addresses advance by a
+  // row stride within a block: no multiply per row).
   void Next(int n, KvRowRefs* refs) {
     for (int i = 0; i < n; ++i) {
       if (t_ == item_.end[range_]) {
         range_ = 1;
         Seek(item_.begin[1]);
       }
-      const size_t row = head_row_ + size_t(slot_);
-      refs[i] = {block_ + kv_.k_data + row * kv_.k_row_bytes,
-                 block_ + kv_.k_scale + row * kv_.k_scale_bytes,
-                 block_ + kv_.v_data + row * kv_.v_row_bytes,
-                 block_ + kv_.v_scale + row * kv_.v_scale_bytes};
+      refs[i] = row_;
+      row_.k_data += kv_.k_row_bytes;
+      row_.k_scale += kv_.k_scale_bytes;
+      row_.v_data += kv_.v_row_bytes;
+      row_.v_scale += kv_.v_scale_bytes;
       ++t_;
       if (++slot_ == kv_.block_size) Seek(t_);
     }
@@ -99,7 +101,10 @@ class ItemRowWalker {
     const std::span<const int32_t> table = item_.block_table;
     KV_CHECK(j < int64_t(table.size()) && table[size_t(j)] >= 0)
         << "position " << t << " is not in the block table";
-    block_ = kv_.pool + size_t(table[size_t(j)]) * kv_.bytes_per_block;
+    const uint8_t* block = kv_.pool + size_t(table[size_t(j)]) * kv_.bytes_per_block;
+    const size_t row = head_row_ + size_t(slot_);
+    row_ = {block + kv_.k_data + row * kv_.k_row_bytes, block + kv_.k_scale + row * kv_.k_scale_bytes,
+            block + kv_.v_data + row * kv_.v_row_bytes, block + kv_.v_scale + row * kv_.v_scale_bytes};
   }
 
   const KvLayerView& kv_;
@@ -108,7 +113,7 @@ class ItemRowWalker {
   int range_ = 0;
   int64_t t_ = 0;
   int slot_ = 0;
-  const uint8_t* block_ = nullptr;
+  KvRowRefs row_{};  // The addresses of position t_.
 };
 
 // Rows to prefetch while a chunk is computed (the next chunk's): a few rows per micro-tile of
