@@ -37,7 +37,7 @@ namespace {
 
 constexpr int kChunk = kAttentionChunk;
 constexpr int kMaxHeads = 4;  // Query heads per register tile.
-constexpr int kPosTile = 4;   // Positions per score micro-tile.
+constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
 // Prefetch distance: while a chunk is computed, the rows of the chunk about kPrefetchBytes of KV
 // ahead (at least 1, at most kMaxPrefetchChunks chunks) are requested into L1. Measured at 32k,
 // d = 128, paged (block 16, shuffled), 1 thread, chunks of 32: int8 8.9 ms per call with the next
@@ -139,28 +139,10 @@ HWY_INLINE VF TransposeSum(VF* v) {
 // The rows of a chunk ahead (KvPrefetch, attention_kernel.h), a few per micro-tile of scores.
 using PrefetchList = KvPrefetch;
 
-HWY_INLINE void PrefetchLine(const uint8_t* p) {
-  __builtin_prefetch(p, 0, 3);  // Into L1 (T0); T1 (L2) measured slower for f16.
-}
-
-HWY_INLINE void PrefetchRow(const PrefetchList& pf, int t) {
-  if (pf.rows == nullptr || t >= pf.n) return;
-  const KvRowRefs& r = pf.rows[t];
-  for (size_t b = 0; b < pf.k_bytes; b += 64) PrefetchLine(r.k_data + b);
-  for (size_t b = 0; b < pf.v_bytes; b += 64) PrefetchLine(r.v_data + b);
-  // A scale line serves many rows (16 per paged block and head): only a row whose line differs
-  // from the previous row's asks.
-  if (pf.k_scale && (t == 0 || !SameLine(r.k_scale, pf.rows[t - 1].k_scale))) {
-    PrefetchLine(r.k_scale);
-  }
-  if (pf.v_scale && (t == 0 || !SameLine(r.v_scale, pf.rows[t - 1].v_scale))) {
-    PrefetchLine(r.v_scale);
-  }
-}
-
 // ------------------------------ step 1: scores
 
-// scores[h][t] = (q_h . k_t) for t < n, h < kHeads; q: [kHeads][q_stride], d a multiple of Lanes.
+// scores[h][t] = (q_h . k_t) for t < n, h < kHeads (rows padded to a multiple of kPosTile by
+// repeating row n - 1); q: [kHeads][q_stride], d a multiple of Lanes.
 template <class Row, int kHeads>
 void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t q_stride, size_t d, float* scores,
              const PrefetchList& pf) {
@@ -176,11 +158,10 @@ void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t q_stride, size
       (pf.n + (n + kPosTile - 1) / kPosTile - 1) / ((n + kPosTile - 1) / kPosTile);
   int pf_next = 0;
   for (int t0 = 0; t0 < n; t0 += kPosTile) {
-    for (int i = 0; i < pf_per_tile; ++i) PrefetchRow(pf, pf_next++);
+    for (int i = 0; i < pf_per_tile; ++i) PrefetchKvRow(pf, pf_next++);
     Row r[kPosTile];
     for (int i = 0; i < kPosTile; ++i) {
-      const KvRowRefs& ref = rows[std::min(t0 + i, n - 1)];  // Past n: repeat the last row.
-      r[i] = Row::Make(ref.k_data, ref.k_scale);
+      r[i] = Row::Make(rows[t0 + i].k_data, rows[t0 + i].k_scale);  // Padded past n.
     }
     VF acc[kPadded];
     for (size_t a = 0; a < kPadded; ++a) acc[a] = hn::Zero(df);
@@ -408,7 +389,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
   const int ahead = int(std::clamp<size_t>(kPrefetchBytes / chunk_bytes, 1, kMaxPrefetchChunks));
   const int ring = ahead + 1;
   ItemRowWalker walk(kv, item);
-  KvRowRefs row_bufs[kMaxPrefetchChunks + 1][kChunk];
+  KvRowRefs row_bufs[kMaxPrefetchChunks + 1][kChunk + kPosTile - 1];
   int row_counts[kMaxPrefetchChunks + 1] = {};
   HWY_ALIGN float scores[kMaxHeads * kChunk];
   HWY_ALIGN float p[kMaxHeads * kChunk];
@@ -422,7 +403,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
       PrefetchList pf = pf_rows;
       pf.rows = row_bufs[c];
       pf.n = row_counts[c];
-      for (int t = 0; t < pf.n; ++t) PrefetchRow(pf, t);
+      for (int t = 0; t < pf.n; ++t) PrefetchKvRow(pf, t);
     }
   }
   for (int chunk = 0; row_counts[chunk % ring] > 0; ++chunk) {
@@ -448,6 +429,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
         rows[t].v_data = reinterpret_cast<const uint8_t*>(dst);
       }
     }
+    for (int t = n; t % kPosTile != 0; ++t) rows[t] = rows[n - 1];  // Whole score micro-tiles.
     for (int h0 = 0; h0 < group; h0 += kMaxHeads) {
       const int heads = std::min(kMaxHeads, group - h0);
       // The first head tile prefetches, all while computing scores (spreading half of it over

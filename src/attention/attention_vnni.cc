@@ -32,7 +32,7 @@ namespace kvengine {
 namespace {
 
 constexpr int kChunk = kAttentionChunk;
-constexpr int kPosTile = 4;            // Positions per score micro-tile.
+constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
 constexpr float kInt16Max = 32767.0f;  // Largest |code| of q16 and of the V weights.
 // A chunk's int32 V sums stay below 2^31: kChunk * 127 * 32767 (scores: dk <= 512, see .h).
 static_assert(int64_t(kChunk) * 127 * 32767 < (int64_t(1) << 31));
@@ -40,27 +40,6 @@ static_assert(kChunk % 16 == 0);
 
 KV_VNNI_TARGET inline float LoadF16Scale(const uint8_t* p) {
   return _cvtsh_ss(quant_internal::LoadU16(p));
-}
-
-// Always inlined: as a separate function GCC finds it side-effect free (prefetches do not count)
-// and deletes the calls.
-KV_VNNI_TARGET __attribute__((always_inline)) inline void PrefetchRow(const KvPrefetch& pf, int t) {
-  if (pf.rows == nullptr || t >= pf.n) return;
-  const KvRowRefs& r = pf.rows[t];
-  for (size_t b = 0; b < pf.k_bytes; b += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(r.k_data + b), _MM_HINT_T0);
-  }
-  for (size_t b = 0; b < pf.v_bytes; b += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(r.v_data + b), _MM_HINT_T0);
-  }
-  // A scale line serves many rows (16 per paged block and head): only a row whose line differs
-  // from the previous row's asks.
-  if (pf.k_scale && (t == 0 || !SameLine(r.k_scale, pf.rows[t - 1].k_scale))) {
-    _mm_prefetch(reinterpret_cast<const char*>(r.k_scale), _MM_HINT_T0);
-  }
-  if (pf.v_scale && (t == 0 || !SameLine(r.v_scale, pf.rows[t - 1].v_scale))) {
-    _mm_prefetch(reinterpret_cast<const char*>(r.v_scale), _MM_HINT_T0);
-  }
 }
 
 // acc += pairwise a * b (vpdpwssd). GCC 12 compiles the intrinsic on an accumulator array into
@@ -104,10 +83,10 @@ KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, const int16_t* q16, co
   const int pf_per_tile = (pf.n + tiles - 1) / tiles;  // All of pf's rows by the last tile.
   int pf_next = 0;
   for (int t0 = 0; t0 < n; t0 += kPosTile) {
-    for (int i = 0; i < pf_per_tile; ++i) PrefetchRow(pf, pf_next++);
+    for (int i = 0; i < pf_per_tile; ++i) PrefetchKvRow(pf, pf_next++);
     const int8_t* r[kPosTile];
-    for (int i = 0; i < kPosTile; ++i) {  // Past n: repeat the last row (masked below).
-      r[i] = reinterpret_cast<const int8_t*>(rows[std::min(t0 + i, n - 1)].k_data);
+    for (int i = 0; i < kPosTile; ++i) {  // Padded past n (masked below).
+      r[i] = reinterpret_cast<const int8_t*>(rows[t0 + i].k_data);
     }
     __m512i acc[16];  // [head][position]; heads past kHeads stay zero.
     for (__m512i& a : acc) a = _mm512_setzero_si512();

@@ -29,7 +29,8 @@ bool Int8VnniApplies(const KvLayerView& kv);
 // zeros and scale 0.
 void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, float* scale);
 
-// scores[h][t] = q_scale[h] * (q16_h . k_t) for h < heads <= 4, t < n <= kAttentionChunk;
+// scores[h][t] = q_scale[h] * (q16_h . k_t) for h < heads <= 4, t < n <= kAttentionChunk (rows
+// padded to a multiple of kAttentionPosTile by repeating row n - 1);
 // q16: [heads][d]; scores: [heads][kAttentionChunk]. Prefetches pf's rows along the way.
 void Int8ScoresVnni(const KvRowRefs* rows, int n, const int16_t* q16, const float* q_scale,
                     int heads, size_t d, float* scores, const KvPrefetch& pf);
