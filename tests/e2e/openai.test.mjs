@@ -8,6 +8,9 @@ import OpenAI from 'openai';
 import { startServer, metric } from './server.mjs';
 
 const MAX_NUM_SEQS = 8;
+// Per request (the client's default is 10 minutes): a request the server never answers fails
+// the test with the request named instead of running into CTest's timeout.
+const REQUEST_TIMEOUT_MS = 60000;
 
 let server;
 let client;
@@ -15,7 +18,9 @@ let client;
 before(async () => {
   server = await startServer(['--max-num-seqs', String(MAX_NUM_SEQS),
     '--max-queued-requests', String(MAX_NUM_SEQS)]);
-  client = new OpenAI({ baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+  client = new OpenAI({
+    baseURL: `${server.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: REQUEST_TIMEOUT_MS,
+  });
 });
 
 after(async () => {
@@ -232,7 +237,9 @@ test('an error inside a stream reaches the client as an APIError', async () => {
     '--kv-cache-memory-bytes', '64MiB']);
   let stopping;
   try {
-    const c = new OpenAI({ baseURL: `${own.base}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const c = new OpenAI({
+      baseURL: `${own.base}/v1`, apiKey: 'unused', maxRetries: 0, timeout: REQUEST_TIMEOUT_MS,
+    });
     const stream = await c.completions.create({
       model: 'tiny', prompt: 'A long story:', max_tokens: 30000, stream: true, ignore_eos: true,
     });

@@ -30,7 +30,7 @@ export async function startServer(extraArgs = []) {
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited early:\n${log}`);
     try {
-      const r = await fetch(`${base}/health`);
+      const r = await fetch(`${base}/health`, { signal: AbortSignal.timeout(5000) });
       if (r.status === 200) break;
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) {
@@ -42,9 +42,22 @@ export async function startServer(extraArgs = []) {
   return {
     base,
     log: () => log,
+    // SIGTERM, then a bounded wait for the exit: a server that does not stop fails the test with
+    // its log (and is killed) instead of hanging it.
     async stop() {
+      const exited = new Promise((r) => {
+        if (child.exitCode !== null || child.signalCode !== null) r(true);
+        else child.on('exit', () => r(true));
+      });
       child.kill('SIGTERM');
-      await new Promise((r) => { if (child.exitCode !== null) r(); else child.on('exit', r); });
+      let timer;
+      const timedOut = new Promise((r) => { timer = setTimeout(() => r(false), 30000); });
+      const ok = await Promise.race([exited, timedOut]);
+      clearTimeout(timer);
+      if (!ok) {
+        child.kill('SIGKILL');
+        throw new Error(`server did not exit within 30 s of SIGTERM:\n${log}`);
+      }
     },
   };
 }
