@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of kvengine.
-#   scripts/build.sh release [DIR]  -> build/        (g++, Release: what users and benchmarks run)
+#   scripts/build.sh release [DIR]  -> build/        (g++, Release: what users and benchmarks run;
+#                                                      the test sources alone at -O1, see below)
 #   scripts/build.sh asan [DIR]     -> build-asan/   (clang-14, ASan+UBSan, libFuzzer targets)
 # DIR, if given, replaces the default build directory.
+#
+# The release flavour compiles the test sources (not the libraries and tools they test, nor tests
+# marked OPTIMIZED) at -O1: a quarter less CPU for them than -O3 (engine_server_test.cc 19.7 ->
+# 13.2 s, gguf_test.cc 8.4 -> 5.8 s), and the code under test is the one users run.
 #
 # The asan flavour is built for what scripts/test.sh runs in it; it takes about 25% less CPU
 # to compile than a plain RelWithDebInfo (-O2 -g) sanitizer build, its tests as long to run:
@@ -23,7 +28,8 @@ jobs="${KVENGINE_JOBS:-$(nproc)}"
 case "$flavour" in
   release)
     dir="${2:-build}"
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DKVENGINE_TEST_COMPILE_OPTIONS=-O1 >/dev/null
     ninja -C "$dir" -j "$jobs"
     ;;
   asan)
