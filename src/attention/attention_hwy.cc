@@ -391,6 +391,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
   ItemRowWalker walk(kv, item);
   KvRowRefs row_bufs[kMaxPrefetchChunks + 1][kChunk + kPosTile - 1];
   int row_counts[kMaxPrefetchChunks + 1] = {};
+  uint64_t run_starts[kMaxPrefetchChunks + 1] = {};  // ItemRowWalker::Next's (VNNI scales).
   HWY_ALIGN float scores[kMaxHeads * kChunk];
   HWY_ALIGN float p[kMaxHeads * kChunk];
   float alpha[kMaxHeads];
@@ -398,7 +399,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
       nullptr, 0, kv.k_row_bytes, kv.v_row_bytes, kv.k_scale_bytes != 0, kv.v_scale_bytes != 0};
   for (int c = 0; c < ahead; ++c) {
     row_counts[c] = int(std::min<int64_t>(kChunk, walk.remaining()));
-    walk.Next(row_counts[c], row_bufs[c]);
+    walk.Next(row_counts[c], row_bufs[c], &run_starts[c]);
     if (c > 0) {  // Chunk 0 is needed now; request the rest at once.
       PrefetchList pf = pf_rows;
       pf.rows = row_bufs[c];
@@ -411,7 +412,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
     KvRowRefs* rows = row_bufs[chunk % ring];
     const int later = (chunk + ahead) % ring;
     row_counts[later] = int(std::min<int64_t>(kChunk, walk.remaining()));
-    walk.Next(row_counts[later], row_bufs[later]);
+    walk.Next(row_counts[later], row_bufs[later], &run_starts[later]);
     PrefetchList pf = pf_rows;
     if (row_counts[later] > 0) {
       pf.rows = row_bufs[later];
@@ -436,16 +437,16 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
       // the V step was slower paged: 7.4 -> 9.4 ms f16, 6.6 -> 7.7 ms int8, 1 thread).
       const PrefetchList pf_scores = h0 == 0 ? pf : PrefetchList{};
       if constexpr (kVnni) {
-        Int8ScoresVnni(rows, n, sc.q16.data() + size_t(h0) * dk, sc.q_scale.data() + h0, heads, dk,
-                       scores, pf_scores);
+        Int8ScoresVnni(rows, n, run_starts[chunk % ring], sc.q16.data() + size_t(h0) * dk,
+                       sc.q_scale.data() + h0, heads, dk, scores, pf_scores);
       } else {
         scores_fn[heads - 1](rows, n, sc.q.data() + size_t(h0) * dk_pad, dk_pad, dk_pad, scores,
                              pf_scores);
       }
       SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
       if constexpr (kVnni) {
-        Int8AccumulateVnni(rows, n, p, alpha, heads, dv, sc.acc.data() + size_t(h0) * dv_pad,
-                           dv_pad);
+        Int8AccumulateVnni(rows, n, run_starts[chunk % ring], p, alpha, heads, dv,
+                           sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
       } else {
         acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
       }

@@ -78,13 +78,18 @@ class ItemRowWalker {
     return n;
   }
   // Fills refs[0, n) with the next n <= remaining() positions (the row addresses advance by a
-  // row stride within a block: no multiply per row).
-  void Next(int n, KvRowRefs* refs) {
+  // row stride within a block: no multiply per row). If run_starts, n <= 64 and it receives a
+  // bit per row that starts a run: row 0, and each row after a change of block or range. Rows
+  // between two run starts are consecutive positions of one block (adjacent rows and scales).
+  void Next(int n, KvRowRefs* refs, uint64_t* run_starts = nullptr) {
+    uint64_t starts = 1;
     for (int i = 0; i < n; ++i) {
       if (t_ == item_.end[range_]) {
         range_ = 1;
         Seek(item_.begin[1]);
       }
+      if (new_run_) starts |= uint64_t(1) << (i & 63);
+      new_run_ = false;
       refs[i] = row_;
       row_.k_data += kv_.k_row_bytes;
       row_.k_scale += kv_.k_scale_bytes;
@@ -93,11 +98,16 @@ class ItemRowWalker {
       ++t_;
       if (++slot_ == kv_.block_size) Seek(t_);
     }
+    if (run_starts != nullptr) {
+      KV_DCHECK(n <= 64);
+      *run_starts = starts;
+    }
   }
 
  private:
   void Seek(int64_t t) {
     t_ = t;
+    new_run_ = true;
     if (t >= item_.end[range_]) return;  // Range done; the next Next() moves on.
     const int64_t j = t / kv_.block_size;
     slot_ = int(t % kv_.block_size);
@@ -117,6 +127,7 @@ class ItemRowWalker {
   int64_t t_ = 0;
   int slot_ = 0;
   KvRowRefs row_{};  // The addresses of position t_.
+  bool new_run_ = true;  // Position t_ does not follow the previous one in its block.
 };
 
 // Rows to prefetch while a chunk is computed (the next chunk's): a few rows per micro-tile of

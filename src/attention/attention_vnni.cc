@@ -42,6 +42,24 @@ KV_VNNI_TARGET inline float LoadF16Scale(const uint8_t* p) {
   return _cvtsh_ss(quant_internal::LoadU16(p));
 }
 
+// out[t] = the f16 scale at rows[t].*kField as float, t < n. Sixteen rows with no run start after
+// the first (ItemRowWalker::Next) are consecutive rows of one block, whose scales are adjacent
+// (2 bytes each, Int8VnniApplies): one vector load and conversion instead of sixteen.
+template <const uint8_t* KvRowRefs::*kField>
+KV_VNNI_TARGET inline void LoadRowScales(const KvRowRefs* rows, int n, uint64_t run_starts,
+                                         float* out) {
+  int t = 0;
+  for (; t + 16 <= n; t += 16) {
+    if (((run_starts >> (t + 1)) & 0x7fff) == 0) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[t].*kField));
+      _mm512_storeu_ps(out + t, _mm512_cvtph_ps(h));
+    } else {
+      for (int i = t; i < t + 16; ++i) out[i] = LoadF16Scale(rows[i].*kField);
+    }
+  }
+  for (; t < n; ++t) out[t] = LoadF16Scale(rows[t].*kField);
+}
+
 // acc += pairwise a * b (vpdpwssd). GCC 12 compiles the intrinsic on an accumulator array into
 // a register copy per instruction plus spills (it does not tie the accumulator operand across the
 // loop); the asm form with a "+v" operand keeps each accumulator in one register.
@@ -75,8 +93,8 @@ KV_VNNI_TARGET inline __m512i TransposeSum16(__m512i* v) {
 }
 
 template <int kHeads>
-KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, const int16_t* q16, const float* q_scale,
-                            size_t d, float* scores, const KvPrefetch& pf) {
+KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
+                            const float* q_scale, size_t d, float* scores, const KvPrefetch& pf) {
   alignas(64) int32_t isum[kHeads][kChunk];  // Exact q16 . k_code sums (whole tiles written).
   alignas(64) float ks[kChunk] = {};         // K row scales; 0 past n.
   const int tiles = (n + kPosTile - 1) / kPosTile;
@@ -109,7 +127,7 @@ KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, const int16_t* q16, co
     _mm512_store_si512(lanes, sums);
     for (int h = 0; h < kHeads; ++h) std::memcpy(&isum[h][t0], lanes + 4 * h, 4 * sizeof(int32_t));
   }
-  for (int t = 0; t < n; ++t) ks[t] = LoadF16Scale(rows[t].k_scale);
+  LoadRowScales<&KvRowRefs::k_scale>(rows, n, run_starts, ks);
   for (int h = 0; h < kHeads; ++h) {
     const __m512 qs = _mm512_set1_ps(q_scale[h]);
     for (int t = 0; t < n; t += 16) {
@@ -160,10 +178,10 @@ KV_VNNI_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int
 }
 
 template <int kHeads>
-KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, const float* p, const float* alpha,
-                                size_t d, float* acc, size_t acc_stride) {
+KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
+                                const float* alpha, size_t d, float* acc, size_t acc_stride) {
   alignas(64) float vs[kChunk] = {};  // V row scales; 0 past n (so are the weights).
-  for (int t = 0; t < n; ++t) vs[t] = LoadF16Scale(rows[t].v_scale);
+  LoadRowScales<&KvRowRefs::v_scale>(rows, n, run_starts, vs);
   // Weights W_t as int16, pairs (W_2i, W_2i+1) read as one int32 (little endian: W_2i low).
   alignas(64) int16_t w16[kHeads][kChunk];
   int32_t wpair[kHeads][kChunk / 2];
@@ -215,7 +233,8 @@ bool CpuHasAvx512Vnni() {
 }
 
 bool Int8VnniApplies(const KvLayerView& kv) {
-  return kv.k_dtype == KvDtype::kInt8 && kv.v_dtype == KvDtype::kInt8 && kv.head_dim_k % 32 == 0 &&
+  return kv.k_dtype == KvDtype::kInt8 && kv.v_dtype == KvDtype::kInt8 && kv.k_scale_bytes == 2 &&
+         kv.v_scale_bytes == 2 && kv.head_dim_k % 32 == 0 &&
          kv.head_dim_v % 32 == 0 && kv.head_dim_k <= 512;
 }
 
@@ -235,31 +254,31 @@ KV_VNNI_TARGET void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, f
   *scale = amax / kInt16Max;
 }
 
-void Int8ScoresVnni(const KvRowRefs* rows, int n, const int16_t* q16, const float* q_scale,
-                    int heads, size_t d, float* scores, const KvPrefetch& pf) {
+void Int8ScoresVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
+                    const float* q_scale, int heads, size_t d, float* scores, const KvPrefetch& pf) {
   switch (heads) {
     case 1:
-      return ScoresT<1>(rows, n, q16, q_scale, d, scores, pf);
+      return ScoresT<1>(rows, n, run_starts, q16, q_scale, d, scores, pf);
     case 2:
-      return ScoresT<2>(rows, n, q16, q_scale, d, scores, pf);
+      return ScoresT<2>(rows, n, run_starts, q16, q_scale, d, scores, pf);
     case 3:
-      return ScoresT<3>(rows, n, q16, q_scale, d, scores, pf);
+      return ScoresT<3>(rows, n, run_starts, q16, q_scale, d, scores, pf);
     default:
-      return ScoresT<4>(rows, n, q16, q_scale, d, scores, pf);
+      return ScoresT<4>(rows, n, run_starts, q16, q_scale, d, scores, pf);
   }
 }
 
-void Int8AccumulateVnni(const KvRowRefs* rows, int n, const float* p, const float* alpha, int heads,
-                        size_t d, float* acc, size_t acc_stride) {
+void Int8AccumulateVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
+                        const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
   switch (heads) {
     case 1:
-      return AccumulateT<1>(rows, n, p, alpha, d, acc, acc_stride);
+      return AccumulateT<1>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
     case 2:
-      return AccumulateT<2>(rows, n, p, alpha, d, acc, acc_stride);
+      return AccumulateT<2>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
     case 3:
-      return AccumulateT<3>(rows, n, p, alpha, d, acc, acc_stride);
+      return AccumulateT<3>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
     default:
-      return AccumulateT<4>(rows, n, p, alpha, d, acc, acc_stride);
+      return AccumulateT<4>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
   }
 }
 

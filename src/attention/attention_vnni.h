@@ -21,8 +21,8 @@ namespace kvengine {
 // Whether this CPU runs the functions below (AVX512F/BW/VL and AVX512_VNNI).
 bool CpuHasAvx512Vnni();
 
-// Whether the VNNI steps handle `kv`: K and V int8, head dims multiples of 32, head_dim_k <= 512
-// (so a score's int32 sum, <= dk * 127 * 32767, cannot overflow).
+// Whether the VNNI steps handle `kv`: K and V int8 with f16 row scales, head dims multiples of 32,
+// head_dim_k <= 512 (so a score's int32 sum, <= dk * 127 * 32767, cannot overflow).
 bool Int8VnniApplies(const KvLayerView& kv);
 
 // q16[0, d) and *scale for one query head (see above), d a multiple of 16; all-zero q gives
@@ -30,15 +30,16 @@ bool Int8VnniApplies(const KvLayerView& kv);
 void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, float* scale);
 
 // scores[h][t] = q_scale[h] * (q16_h . k_t) for h < heads <= 4, t < n <= kAttentionChunk (rows
-// padded to a multiple of kAttentionPosTile by repeating row n - 1);
+// padded to a multiple of kAttentionPosTile by repeating row n - 1); run_starts: the rows' runs
+// (ItemRowWalker::Next: 16 rows in one run have adjacent scales, loaded as one vector);
 // q16: [heads][d]; scores: [heads][kAttentionChunk]. Prefetches pf's rows along the way.
-void Int8ScoresVnni(const KvRowRefs* rows, int n, const int16_t* q16, const float* q_scale,
-                    int heads, size_t d, float* scores, const KvPrefetch& pf);
+void Int8ScoresVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
+                    const float* q_scale, int heads, size_t d, float* scores, const KvPrefetch& pf);
 
 // acc[h] = acc[h] * alpha[h] + sum_t p[h][t] * v_t for h < heads <= 4, t < n; p:
 // [heads][kAttentionChunk]; acc: [heads][acc_stride] in the VNNI order (Int8VnniElement).
-void Int8AccumulateVnni(const KvRowRefs* rows, int n, const float* p, const float* alpha, int heads,
-                        size_t d, float* acc, size_t acc_stride);
+void Int8AccumulateVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
+                        const float* alpha, int heads, size_t d, float* acc, size_t acc_stride);
 
 // The row element held at acc index i of Int8AccumulateVnni's accumulators: within each run of
 // 32, indices [0, 16) hold elements {0-3, 8-11, 16-19, 24-27} and [16, 32) hold {4-7, 12-15, ...}
