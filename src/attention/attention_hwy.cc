@@ -300,19 +300,32 @@ void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, f
   const size_t lanes = hn::Lanes(df);
   const VF vscale = hn::Set(df, scale);
   const VF neg_inf = hn::Set(df, kNegInf);
+  // Pass 1 per head: scaled scores (masked past n) into p, the new maximum.
+  HWY_ALIGN float m_new[kMaxHeads];
   for (int h = 0; h < heads; ++h) {
     const float* s = scores + h * kChunk;
     float* ph = p + h * kChunk;
     VF vmax = neg_inf;
     for (size_t t = 0; t < size_t(n); t += lanes) {
-      const auto valid = hn::FirstN(df, size_t(n) - t);
-      const VF v = hn::IfThenElse(valid, hn::Mul(hn::LoadU(df, s + t), vscale), neg_inf);
+      VF v = hn::Mul(hn::LoadU(df, s + t), vscale);
+      if (t + lanes > size_t(n)) v = hn::IfThenElse(hn::FirstN(df, size_t(n) - t), v, neg_inf);
       hn::StoreU(v, df, ph + t);
       vmax = hn::Max(vmax, v);
     }
-    const float m_new = std::max(m[h], hn::GetLane(hn::MaxOfLanes(df, vmax)));
-    alpha[h] = hn::GetLane(Exp(df, hn::Set(df, m[h] - m_new)));  // 0 on the first chunk.
-    const VF vm = hn::Set(df, m_new);
+    m_new[h] = std::max(m[h], hn::GetLane(hn::MaxOfLanes(df, vmax)));
+  }
+  // alpha = e^(m_old - m_new) for every head with one vector Exp per Lanes heads (0 on the first
+  // chunk, where m_old = -inf).
+  HWY_ALIGN float diff[kMaxHeads + HWY_MAX_BYTES / sizeof(float)] = {};
+  for (int h = 0; h < heads; ++h) diff[h] = m[h] - m_new[h];
+  for (size_t h = 0; h < size_t(heads); h += lanes) {
+    hn::StoreU(Exp(df, hn::LoadU(df, diff + h)), df, diff + h);
+  }
+  // Pass 2 per head: p = e^(s - m_new), l = l * alpha + sum p.
+  for (int h = 0; h < heads; ++h) {
+    float* ph = p + h * kChunk;
+    alpha[h] = diff[h];
+    const VF vm = hn::Set(df, m_new[h]);
     VF sum = hn::Zero(df);
     for (size_t t = 0; t < size_t(n); t += lanes) {
       const VF e = Exp(df, hn::Sub(hn::LoadU(df, ph + t), vm));  // Lanes past n: e^-inf = 0.
@@ -320,7 +333,7 @@ void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, f
       sum = hn::Add(sum, e);
     }
     l[h] = l[h] * alpha[h] + hn::GetLane(hn::SumOfLanes(df, sum));
-    m[h] = m_new;
+    m[h] = m_new[h];
   }
 }
 
