@@ -36,7 +36,7 @@ namespace kvengine::HWY_NAMESPACE {
 namespace {
 
 constexpr int kChunk = kAttentionChunk;
-constexpr int kMaxHeads = 4;  // Query heads per register tile.
+constexpr int kMaxHeads = 4;                 // Query heads per register tile.
 constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
 // Prefetch distance: while a chunk is computed, the rows of the chunk about kPrefetchBytes of KV
 // ahead (at least 1, at most kMaxPrefetchChunks chunks) are requested into L1. Measured at 32k,

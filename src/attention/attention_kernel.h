@@ -116,8 +116,9 @@ class ItemRowWalker {
         << "position " << t << " is not in the block table";
     const uint8_t* block = kv_.pool + size_t(table[size_t(j)]) * kv_.bytes_per_block;
     const size_t row = head_row_ + size_t(slot_);
-    row_ = {block + kv_.k_data + row * kv_.k_row_bytes, block + kv_.k_scale + row * kv_.k_scale_bytes,
-            block + kv_.v_data + row * kv_.v_row_bytes, block + kv_.v_scale + row * kv_.v_scale_bytes};
+    row_ = {
+        block + kv_.k_data + row * kv_.k_row_bytes, block + kv_.k_scale + row * kv_.k_scale_bytes,
+        block + kv_.v_data + row * kv_.v_row_bytes, block + kv_.v_scale + row * kv_.v_scale_bytes};
   }
 
   const KvLayerView& kv_;
@@ -126,7 +127,7 @@ class ItemRowWalker {
   int range_ = 0;
   int64_t t_ = 0;
   int slot_ = 0;
-  KvRowRefs row_{};  // The addresses of position t_.
+  KvRowRefs row_{};      // The addresses of position t_.
   bool new_run_ = true;  // Position t_ does not follow the previous one in its block.
 };
 

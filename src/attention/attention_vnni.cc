@@ -33,7 +33,7 @@ namespace {
 
 constexpr int kChunk = kAttentionChunk;
 constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
-constexpr float kInt16Max = 32767.0f;  // Largest |code| of q16 and of the V weights.
+constexpr float kInt16Max = 32767.0f;        // Largest |code| of q16 and of the V weights.
 // A chunk's int32 V sums stay below 2^31: kChunk * 127 * 32767 (scores: dk <= 512, see .h).
 static_assert(int64_t(kChunk) * 127 * 32767 < (int64_t(1) << 31));
 static_assert(kChunk % 16 == 0);
@@ -64,7 +64,7 @@ KV_VNNI_TARGET inline void LoadRowScales(const KvRowRefs* rows, int n, uint64_t 
 // a register copy per instruction plus spills (it does not tie the accumulator operand across the
 // loop); the asm form with a "+v" operand keeps each accumulator in one register.
 KV_VNNI_TARGET __attribute__((always_inline)) inline void DpWssd(__m512i& acc, __m512i a,
-                                                                  __m512i b) {
+                                                                 __m512i b) {
 #if defined(__GNUC__) && !defined(__clang__)
   asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
 #else
@@ -234,8 +234,8 @@ bool CpuHasAvx512Vnni() {
 
 bool Int8VnniApplies(const KvLayerView& kv) {
   return kv.k_dtype == KvDtype::kInt8 && kv.v_dtype == KvDtype::kInt8 && kv.k_scale_bytes == 2 &&
-         kv.v_scale_bytes == 2 && kv.head_dim_k % 32 == 0 &&
-         kv.head_dim_v % 32 == 0 && kv.head_dim_k <= 512;
+         kv.v_scale_bytes == 2 && kv.head_dim_k % 32 == 0 && kv.head_dim_v % 32 == 0 &&
+         kv.head_dim_k <= 512;
 }
 
 KV_VNNI_TARGET void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, float* scale) {
@@ -255,7 +255,8 @@ KV_VNNI_TARGET void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, f
 }
 
 void Int8ScoresVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
-                    const float* q_scale, int heads, size_t d, float* scores, const KvPrefetch& pf) {
+                    const float* q_scale, int heads, size_t d, float* scores,
+                    const KvPrefetch& pf) {
   switch (heads) {
     case 1:
       return ScoresT<1>(rows, n, run_starts, q16, q_scale, d, scores, pf);
