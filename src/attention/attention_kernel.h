@@ -21,7 +21,6 @@
 // whatever else is in the batch (the batch-invariance contract in paged_attention.h).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
