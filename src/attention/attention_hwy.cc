@@ -353,7 +353,8 @@ size_t RoundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
 // kVnni: int8 K and V through the VNNI steps of attention_vnni.h (AVX3 only; the caller checks
 // CpuHasAvx512Vnni() and Int8VnniApplies(kv)); its accumulators are in Int8VnniElement order.
 template <bool kVnni>
-void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state) {
+void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
+                 float* state) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
@@ -408,8 +409,13 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
   HWY_ALIGN float scores[kMaxHeads * kChunk];
   HWY_ALIGN float p[kMaxHeads * kChunk];
   float alpha[kMaxHeads];
-  const PrefetchList pf_rows{
-      nullptr, 0, kv.k_row_bytes, kv.v_row_bytes, kv.k_scale_bytes != 0, kv.v_scale_bytes != 0};
+  const PrefetchList pf_rows{nullptr,
+                             0,
+                             kv.k_row_bytes,
+                             kv.v_row_bytes,
+                             kv.k_scale_bytes != 0,
+                             kv.v_scale_bytes != 0,
+                             prefetch == KvPrefetchLevel::kL2};
   for (int c = 0; c < ahead; ++c) {
     row_counts[c] = int(std::min<int64_t>(kChunk, walk.remaining()));
     walk.Next(row_counts[c], row_bufs[c], &run_starts[c]);
@@ -476,17 +482,19 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, float* state)
   }
 }
 
-void PartialT(const KvLayerView& kv, const AttentionItem& item, float* state) {
-  PartialImpl<false>(kv, item, state);
+void PartialT(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
+              float* state) {
+  PartialImpl<false>(kv, item, prefetch, state);
 }
 
 #if HWY_TARGET == HWY_AVX3
 // The VNNI steps where they apply, else PartialT.
-void PartialVnni(const KvLayerView& kv, const AttentionItem& item, float* state) {
+void PartialVnni(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
+                 float* state) {
   if (Int8VnniApplies(kv)) {
-    PartialImpl<true>(kv, item, state);
+    PartialImpl<true>(kv, item, prefetch, state);
   } else {
-    PartialImpl<false>(kv, item, state);
+    PartialImpl<false>(kv, item, prefetch, state);
   }
 }
 #endif
@@ -521,7 +529,10 @@ HWY_EXPORT(GetVnniAttentionKernels);
 const AttentionKernels& DefaultAttentionKernels() {
   static const AttentionKernels kernels = [] {
     const AttentionKernels vnni = HWY_DYNAMIC_DISPATCH(GetVnniAttentionKernels)();
-    return vnni.partial != nullptr ? vnni : HWY_DYNAMIC_DISPATCH(GetAttentionKernels)();
+    AttentionKernels k =
+        vnni.partial != nullptr ? vnni : HWY_DYNAMIC_DISPATCH(GetAttentionKernels)();
+    k.prefetch = DefaultKvPrefetchLevel();
+    return k;
   }();
   return kernels;
 }
@@ -535,6 +546,7 @@ std::vector<AttentionKernels> AvailableAttentionKernels() {
     all.push_back(HWY_DYNAMIC_DISPATCH(GetAttentionKernels)());
   }
   hwy::SetSupportedTargetsForTest(0);
+  for (AttentionKernels& k : all) k.prefetch = DefaultKvPrefetchLevel();
   return all;
 }
 

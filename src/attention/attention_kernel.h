@@ -130,6 +130,18 @@ class ItemRowWalker {
   bool new_run_ = true;  // Position t_ does not follow the previous one in its block.
 };
 
+// Which cache the kernels' software prefetches fill with the rows of the chunks ahead. Measured
+// at 32k, f16 and int8 paged, 1 thread, 48 KiB ahead: on Zen 5 (48 KiB L1d) L1 is faster (f16
+// 8.1 ms per call against 9.8 ms into L2); on Zen 4 (32 KiB L1d) L2 is 1.4x faster (f16 14.5 ->
+// 10.2 ms, int8 8.2 -> 5.9 ms): there the chunk being computed and the one prefetched do not fit
+// in L1 together, and each evicts the other (docs/bench-attention.md, "Where to prefetch").
+enum class KvPrefetchLevel : uint8_t { kL1, kL2 };
+const char* KvPrefetchLevelName(KvPrefetchLevel level);  // "l1" or "l2"
+// kL1 where the L1 data cache holds at least kL1PrefetchMinBytes (or its size is unknown), else
+// kL2. Read once (sysconf).
+inline constexpr long kL1PrefetchMinBytes = 48 << 10;
+KvPrefetchLevel DefaultKvPrefetchLevel();
+
 // Rows to prefetch while a chunk is computed (the next chunk's): a few rows per micro-tile of
 // scores, so the requests overlap the arithmetic instead of stalling in one burst (paged blocks
 // hold one head's rows in short runs in no particular order, which the hardware prefetchers do
@@ -139,6 +151,7 @@ struct KvPrefetch {
   int n = 0;
   size_t k_bytes = 0, v_bytes = 0;
   bool k_scale = false, v_scale = false;
+  bool l2 = false;  // Into L2 (prefetcht1) rather than L1 (prefetcht0).
 };
 
 // Whether a and b lie in the same 64-byte cache line.
@@ -146,33 +159,42 @@ inline bool SameLine(const uint8_t* a, const uint8_t* b) {
   return reinterpret_cast<uintptr_t>(a) >> 6 == reinterpret_cast<uintptr_t>(b) >> 6;
 }
 
-// Requests the lines of [p, p + bytes) into L1 (T0; T1, into L2, measured slower for f16), four
-// per loop step.
+// Requests the lines of [p, p + bytes) (kLocality 3: into L1, 2: into L2), four per loop step.
+template <int kLocality>
 __attribute__((always_inline)) inline void PrefetchBytes(const uint8_t* p, size_t bytes) {
   size_t b = 0;
   for (; b + 256 <= bytes; b += 256) {
-    __builtin_prefetch(p + b, 0, 3);
-    __builtin_prefetch(p + b + 64, 0, 3);
-    __builtin_prefetch(p + b + 128, 0, 3);
-    __builtin_prefetch(p + b + 192, 0, 3);
+    __builtin_prefetch(p + b, 0, kLocality);
+    __builtin_prefetch(p + b + 64, 0, kLocality);
+    __builtin_prefetch(p + b + 128, 0, kLocality);
+    __builtin_prefetch(p + b + 192, 0, kLocality);
   }
-  for (; b < bytes; b += 64) __builtin_prefetch(p + b, 0, 3);
+  for (; b < bytes; b += 64) __builtin_prefetch(p + b, 0, kLocality);
+}
+
+template <int kLocality>
+__attribute__((always_inline)) inline void PrefetchKvRowAt(const KvPrefetch& pf, int t) {
+  const KvRowRefs& r = pf.rows[t];
+  PrefetchBytes<kLocality>(r.k_data, pf.k_bytes);
+  PrefetchBytes<kLocality>(r.v_data, pf.v_bytes);
+  // A scale line serves many rows (16 per paged block and head): only a row whose line differs
+  // from the previous row's asks.
+  if (pf.k_scale && (t == 0 || !SameLine(r.k_scale, pf.rows[t - 1].k_scale))) {
+    __builtin_prefetch(r.k_scale, 0, kLocality);
+  }
+  if (pf.v_scale && (t == 0 || !SameLine(r.v_scale, pf.rows[t - 1].v_scale))) {
+    __builtin_prefetch(r.v_scale, 0, kLocality);
+  }
 }
 
 // Prefetches row t of pf (nothing past pf.n). Always inlined: as a separate function GCC finds it
 // side-effect free (prefetches do not count) and deletes the calls.
 __attribute__((always_inline)) inline void PrefetchKvRow(const KvPrefetch& pf, int t) {
   if (pf.rows == nullptr || t >= pf.n) return;
-  const KvRowRefs& r = pf.rows[t];
-  PrefetchBytes(r.k_data, pf.k_bytes);
-  PrefetchBytes(r.v_data, pf.v_bytes);
-  // A scale line serves many rows (16 per paged block and head): only a row whose line differs
-  // from the previous row's asks.
-  if (pf.k_scale && (t == 0 || !SameLine(r.k_scale, pf.rows[t - 1].k_scale))) {
-    __builtin_prefetch(r.k_scale, 0, 3);
-  }
-  if (pf.v_scale && (t == 0 || !SameLine(r.v_scale, pf.rows[t - 1].v_scale))) {
-    __builtin_prefetch(r.v_scale, 0, 3);
+  if (pf.l2) {
+    PrefetchKvRowAt<2>(pf, t);
+  } else {
+    PrefetchKvRowAt<3>(pf, t);
   }
 }
 
@@ -188,13 +210,19 @@ struct AttentionKernels {
   const char* target_name = "";
   int64_t hwy_target = 0;  // Highway target bit, 0 for the scalar reference.
   // Writes the item's partial state (PartialStateFloats(item.group, kv.head_dim_v) floats).
-  void (*partial)(const KvLayerView& kv, const AttentionItem& item, float* state) = nullptr;
+  // `prefetch` changes the speed only, never the bits.
+  void (*partial)(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
+                  float* state) = nullptr;
+  // What PagedAttentionBatchWith passes (DefaultKvPrefetchLevel() in the kernels below).
+  KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
 };
 
-// The best target this CPU runs, chosen once (Highway dynamic dispatch).
+// The best target this CPU runs, chosen once (Highway dynamic dispatch), with
+// DefaultKvPrefetchLevel().
 const AttentionKernels& DefaultAttentionKernels();
-// Every compiled target this CPU runs, best first. Briefly overrides Highway's process-wide target
-// choice (hwy::SetSupportedTargetsForTest): tests and benchmarks only.
+// Every compiled target this CPU runs, best first (each with DefaultKvPrefetchLevel()). Briefly
+// overrides Highway's process-wide target choice (hwy::SetSupportedTargetsForTest): tests and
+// benchmarks only.
 std::vector<AttentionKernels> AvailableAttentionKernels();
 // The scalar reference: decodes with ref::DecodeRow, double-precision scores and sums, plain
 // softmax over the item's positions (no chunks). The specification the SIMD kernels are held to.

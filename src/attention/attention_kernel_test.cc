@@ -2,7 +2,7 @@
 // kernel and against ContiguousAttentionRef, over synthetic paged KV: every dtype, GQA groups 1 / 4
 // / MQA, head dims 64 / 128 / 40, windows with sinks, block sizes 1 / 16 / 32 / 256 and the
 // contiguous layout, contexts over several partitions; plus batch invariance (thread count,
-// batch composition) and paged vs contiguous layout, bit for bit.
+// batch composition), paged vs contiguous layout and the prefetch level, bit for bit.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -14,6 +14,7 @@
 
 #include "attention/attention_kernel.h"
 #include "attention/attention_test_util.h"
+#include "base/cpu_features.h"
 #include "base/thread_pool.h"
 
 namespace kvengine {
@@ -225,6 +226,40 @@ TEST(AttentionKernelTest, BatchInvarianceAndLayoutInvariance) {
     EXPECT_TRUE(
         SameBits(single, std::vector<float>(one_thread.begin(), one_thread.begin() + long(qn))));
   }
+}
+
+// Prefetching into L1 or L2 changes when rows arrive, never what is computed: every target gives
+// the same bits with both levels (f16 and int8 paged over several partitions and a window).
+TEST(AttentionKernelTest, PrefetchLevelChangesNoBits) {
+  for (const Config& c : {Config{KvDtype::kF16, 8, 2, 128, 16, 5000},
+                          Config{KvDtype::kInt8, 8, 2, 128, 16, 5000, 3000, 4},
+                          Config{KvDtype::kInt4, 4, 1, 64, 32, 700}}) {
+    SCOPED_TRACE(Describe(c));
+    const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 13);
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
+    for (float& x : q) x = nd(rng);
+    for (AttentionKernels k : AvailableAttentionKernels()) {
+      SCOPED_TRACE(k.target_name);
+      k.prefetch = KvPrefetchLevel::kL1;
+      const std::vector<float> l1 = RunBatch(k, kv, c, q, nullptr);
+      k.prefetch = KvPrefetchLevel::kL2;
+      EXPECT_TRUE(SameBits(l1, RunBatch(k, kv, c, q, nullptr)));
+    }
+  }
+}
+
+// The default level follows the L1 data cache's size (attention_kernel.h).
+TEST(AttentionKernelTest, DefaultPrefetchLevelFollowsL1Size) {
+  const long l1 = L1DataCacheBytes();
+  const KvPrefetchLevel want =
+      l1 == 0 || l1 >= kL1PrefetchMinBytes ? KvPrefetchLevel::kL1 : KvPrefetchLevel::kL2;
+  EXPECT_EQ(DefaultKvPrefetchLevel(), want) << "L1d " << l1 << " bytes";
+  EXPECT_EQ(DefaultAttentionKernels().prefetch, want);
+  EXPECT_STREQ(KvPrefetchLevelName(KvPrefetchLevel::kL1), "l1");
+  EXPECT_STREQ(KvPrefetchLevelName(KvPrefetchLevel::kL2), "l2");
+  std::cout << "L1d " << l1 << " bytes: prefetch into " << KvPrefetchLevelName(want) << "\n";
 }
 
 }  // namespace

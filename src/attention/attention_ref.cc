@@ -10,7 +10,7 @@
 namespace kvengine {
 namespace {
 
-void PartialRef(const KvLayerView& kv, const AttentionItem& item, float* state) {
+void PartialRef(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel, float* state) {
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   const size_t group = size_t(item.group);
   ItemRowWalker walk(kv, item);

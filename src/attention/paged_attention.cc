@@ -8,6 +8,7 @@
 
 #include "attention/attention_kernel.h"
 #include "base/check.h"
+#include "base/cpu_features.h"
 
 namespace kvengine {
 
@@ -167,6 +168,18 @@ void PagedAttention(const KvLayerView& kv, std::span<const int32_t> table, const
   PagedAttentionBatch(kv, std::span<const AttentionQuery>(&query, 1), n_heads, scale, nullptr);
 }
 
+const char* KvPrefetchLevelName(KvPrefetchLevel level) {
+  return level == KvPrefetchLevel::kL2 ? "l2" : "l1";
+}
+
+KvPrefetchLevel DefaultKvPrefetchLevel() {
+  static const KvPrefetchLevel level = [] {
+    const long l1 = L1DataCacheBytes();
+    return l1 == 0 || l1 >= kL1PrefetchMinBytes ? KvPrefetchLevel::kL1 : KvPrefetchLevel::kL2;
+  }();
+  return level;
+}
+
 void PagedAttentionBatch(const KvLayerView& kv, std::span<const AttentionQuery> queries,
                          int n_heads, float scale, ThreadPool* pool) {
   PagedAttentionBatchWith(DefaultAttentionKernels(), kv, queries, n_heads, scale, pool);
@@ -195,7 +208,7 @@ void PagedAttentionBatchWith(const AttentionKernels& kernels, const KvLayerView&
   const PlannedItem* items = plan.items.data();
   RunBalanced(pool, n_items, prefix, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      kernels.partial(kv, items[i].item, states + items[i].state);
+      kernels.partial(kv, items[i].item, kernels.prefetch, states + items[i].state);
     }
   });
   // Merge (or, for one part, normalize) each (query, KV head): cheap; split by count.

@@ -64,7 +64,8 @@ void RunCase(const Case& c, bool release_window) {
       for (auto& x : k) x = nd(rng) * (p % 7 == 0 ? 8.f : 1.f);  // Some outlier rows.
       for (auto& x : v) x = nd(rng);
       m->WriteKv(1, l, p, k.data(), v.data());
-      m->ReadKv(1, l, p, kc[size_t(l)].data() + size_t(p) * row, vc[size_t(l)].data() + size_t(p) * row);
+      m->ReadKv(1, l, p, kc[size_t(l)].data() + size_t(p) * row,
+                vc[size_t(l)].data() + size_t(p) * row);
     }
   }
   if (release_window) {

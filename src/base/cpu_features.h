@@ -1,8 +1,10 @@
-// CPUID feature bits that compilers' __builtin_cpu_supports does not name everywhere (clang 14
-// knows neither "f16c" nor, reliably, "avx512vnni"). These read the bit only: callers also check
-// a feature that implies the OS saves the registers ("avx2" / "avx512f" via
-// __builtin_cpu_supports, which tests XGETBV).
+// What the CPU offers: CPUID feature bits that compilers' __builtin_cpu_supports does not name
+// everywhere (clang 14 knows neither "f16c" nor, reliably, "avx512vnni"). These read the bit only:
+// callers also check a feature that implies the OS saves the registers ("avx2" / "avx512f" via
+// __builtin_cpu_supports, which tests XGETBV). And the L1 data cache size.
 #pragma once
+
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -22,7 +24,18 @@ inline bool CpuidBit(unsigned leaf, unsigned subleaf, int reg, int bit) {
 #endif
 }
 
-inline bool CpuHasF16cBit() { return CpuidBit(1, 0, 2, 29); }         // CPUID.1:ECX.F16C
+inline bool CpuHasF16cBit() { return CpuidBit(1, 0, 2, 29); }        // CPUID.1:ECX.F16C
 inline bool CpuHasAvx512VnniBit() { return CpuidBit(7, 0, 2, 11); }  // CPUID.7.0:ECX.AVX512_VNNI
+
+// Bytes of one core's L1 data cache as the C library reports it (glibc reads CPUID), 0 if
+// unknown.
+inline long L1DataCacheBytes() {
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  const long bytes = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  return bytes > 0 ? bytes : 0;
+#else
+  return 0;
+#endif
+}
 
 }  // namespace kvengine
