@@ -2,6 +2,7 @@
 // One decode query against one layer's K/V per context length, KV dtype, thread count and layout
 // (paged in shuffled pool order vs contiguous), with KV GB/s as a fraction of the read bandwidth
 // measured in the same run (src/perf does the work; docs/bench-attention.md explains the figures).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -19,6 +20,7 @@ struct BenchAttentionFlags {
   std::vector<std::string> contexts = {"1k", "4k", "16k", "32k"};
   std::vector<std::string> kv_dtypes = {"f16", "bf16", "fp8_e4m3", "int8", "int4"};
   std::vector<std::string> layouts = {"paged", "contiguous"};
+  std::vector<std::string> prefetch = {"auto"};
   std::string footprint = "192MiB";
   std::string read_bw_size = "256MiB";
   bool json = false;
@@ -37,6 +39,21 @@ int RunBenchAttention(BenchAttentionFlags& f) {
     Result<KvLayout> layout = ParseKvLayout(l);
     if (!layout.ok()) return Fail(InvalidArgument("--layouts: " + layout.status().message()));
     o.layouts.push_back(*layout);
+  }
+  o.prefetch_levels.clear();
+  for (const std::string& p : f.prefetch) {
+    KvPrefetchLevel level = DefaultKvPrefetchLevel();
+    if (p == "l1") {
+      level = KvPrefetchLevel::kL1;
+    } else if (p == "l2") {
+      level = KvPrefetchLevel::kL2;
+    } else if (p != "auto") {
+      return Fail(InvalidArgument("--prefetch: '" + p + "' is not auto, l1 or l2"));
+    }
+    if (std::find(o.prefetch_levels.begin(), o.prefetch_levels.end(), level) ==
+        o.prefetch_levels.end()) {
+      o.prefetch_levels.push_back(level);
+    }
   }
   Result<uint64_t> footprint = ParseBufferSize(f.footprint, "--footprint");
   if (!footprint.ok()) return Fail(footprint.status());
@@ -79,6 +96,9 @@ void RegisterBenchAttention(CLI::App* bench, int* exit_code) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd->add_option("--layouts", f->layouts, AttentionBenchOptions::kLayoutsHelp)
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--prefetch", f->prefetch, AttentionBenchOptions::kPrefetchHelp)
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--heads", o.n_heads, "Query heads")

@@ -43,7 +43,8 @@ case "$what" in
     expect attention_rows 'length == 8' "$json"
     expect attention_fields 'all(.[]; has("kv_dtype") and has("context") and has("threads")
       and has("layout") and has("kv_gb_per_s") and has("read_bw_gb_per_s")
-      and has("fraction_of_read_bw") and has("tokens_per_s") and has("kv_bytes_per_token"))' "$json"
+      and has("fraction_of_read_bw") and has("tokens_per_s") and has("kv_bytes_per_token")
+      and has("prefetch"))' "$json"
     expect attention_layouts '[.[].layout] | unique == ["contiguous", "paged"]' "$json"
     expect attention_dtypes '[.[].kv_dtype] | unique == ["f16", "int8"]' "$json"
     expect attention_values 'all(.[]; .kv_gb_per_s > 0 and .read_bw_gb_per_s > 0
@@ -63,6 +64,11 @@ case "$what" in
     check_error attention_bad_dtype "kv-dtypes" -- "$bin" bench attention --kv-dtypes int7
     check_error attention_bad_layout "layouts" -- "$bin" bench attention --layouts strided
     check_error attention_bad_context "contexts" -- "$bin" bench attention --contexts 0
+    check_error attention_bad_prefetch "prefetch" -- "$bin" bench attention --prefetch l3
+    json="$scratch/attention_prefetch.json"
+    "$bin" bench attention --contexts 1k --kv-dtypes int8 -t 1 --layouts paged --min-time 0.02 \
+      --footprint 16MiB --read-bw-size 64MiB --prefetch l1,l2,auto --json > "$json" || true
+    expect attention_prefetch_levels '[.[].prefetch] == ["l1", "l2"]' "$json"
     ;;
   decode)
     small=(-m tiny -t 1 --depths 0,64 --batches 1,4 -p 32 --steps 4 --read-bw-size 64MiB)

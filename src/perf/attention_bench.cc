@@ -19,7 +19,7 @@ struct Timing {
 // Times PagedAttentionBatch for one decode query at position context - 1, cycling through the
 // layer's copies; a few untimed calls first (thread wake-up, page-table walks).
 Timing TimeAttention(const SyntheticKvLayer& layer, int n_heads, const AttentionBenchOptions& o,
-                     ThreadPool& pool) {
+                     const AttentionKernels& kernels, ThreadPool& pool) {
   const SyntheticKvSpec& spec = layer.spec();
   // q: [n_heads][head_dim]; out: [n_heads][head_dim].
   std::vector<float> q(size_t(n_heads) * size_t(spec.head_dim));
@@ -31,7 +31,7 @@ Timing TimeAttention(const SyntheticKvLayer& layer, int n_heads, const Attention
   auto call = [&](int64_t i) {
     const AttentionQuery query{layer.block_table(int(i % spec.copies)), q.data(), spec.context - 1,
                                out.data()};
-    PagedAttentionBatch(layer.view(), std::span(&query, 1), n_heads, scale, &pool);
+    PagedAttentionBatchWith(kernels, layer.view(), std::span(&query, 1), n_heads, scale, &pool);
   };
   const int warmup = std::min(spec.copies, 3);
   for (int i = 0; i < warmup; ++i) call(i);
@@ -70,6 +70,8 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
   KV_RETURN_IF_ERROR(Validate(o));
   AttentionBenchResult r;
   r.options = o;
+  r.prefetch_levels = o.prefetch_levels;
+  if (r.prefetch_levels.empty()) r.prefetch_levels.push_back(DefaultKvPrefetchLevel());
   // One pool per thread count for the whole run; the bandwidth of each, measured first.
   std::vector<std::unique_ptr<ThreadPool>> pools;
   for (int t : o.threads) {
@@ -77,8 +79,8 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
     KV_ASSIGN_OR_RETURN(double bw, MeasureReadBandwidthGBs(*pools.back(), o.read_bw));
     r.read_bw_gb_per_s.emplace_back(t, bw);
   }
-  const int64_t total =
-      int64_t(o.kv_dtypes.size() * o.contexts.size() * o.layouts.size() * o.threads.size());
+  const int64_t total = int64_t(o.kv_dtypes.size() * o.contexts.size() * o.layouts.size() *
+                                o.threads.size() * r.prefetch_levels.size());
   int64_t done = 0;
   if (progress) progress(0, total);
   for (KvDtype dtype : o.kv_dtypes) {
@@ -101,24 +103,29 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
             (o.footprint_bytes + copy_bytes - 1) / std::max<uint64_t>(copy_bytes, 1), 1, 65536));
         KV_ASSIGN_OR_RETURN(SyntheticKvLayer layer, SyntheticKvLayer::Build(spec));
         for (size_t ti = 0; ti < o.threads.size(); ++ti) {
-          const Timing t = TimeAttention(layer, o.n_heads, o, *pools[ti]);
-          AttentionBenchRow row;
-          row.kv_dtype = dtype;
-          row.context = context;
-          row.threads = o.threads[ti];
-          row.layout = layout;
-          row.block_size = layer.view().block_size;
-          row.copies = spec.copies;
-          row.iterations = t.iterations;
-          row.seconds = t.seconds;
-          row.kv_bytes_per_token = layer.kv_bytes_per_query();
-          row.us_per_token = t.seconds / double(t.iterations) * 1e6;
-          row.tokens_per_s = double(t.iterations) / t.seconds;
-          row.kv_gb_per_s = double(row.kv_bytes_per_token) * row.tokens_per_s / 1e9;
-          row.read_bw_gb_per_s = r.read_bw_gb_per_s[ti].second;
-          row.fraction_of_read_bw = row.kv_gb_per_s / row.read_bw_gb_per_s;
-          r.rows.push_back(row);
-          if (progress) progress(++done, total);
+          for (KvPrefetchLevel level : r.prefetch_levels) {
+            AttentionKernels kernels = DefaultAttentionKernels();
+            kernels.prefetch = level;
+            const Timing t = TimeAttention(layer, o.n_heads, o, kernels, *pools[ti]);
+            AttentionBenchRow row;
+            row.kv_dtype = dtype;
+            row.context = context;
+            row.threads = o.threads[ti];
+            row.layout = layout;
+            row.prefetch = level;
+            row.block_size = layer.view().block_size;
+            row.copies = spec.copies;
+            row.iterations = t.iterations;
+            row.seconds = t.seconds;
+            row.kv_bytes_per_token = layer.kv_bytes_per_query();
+            row.us_per_token = t.seconds / double(t.iterations) * 1e6;
+            row.tokens_per_s = double(t.iterations) / t.seconds;
+            row.kv_gb_per_s = double(row.kv_bytes_per_token) * row.tokens_per_s / 1e9;
+            row.read_bw_gb_per_s = r.read_bw_gb_per_s[ti].second;
+            row.fraction_of_read_bw = row.kv_gb_per_s / row.read_bw_gb_per_s;
+            r.rows.push_back(row);
+            if (progress) progress(++done, total);
+          }
         }
       }
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/attention_kernel.h"
 #include "base/status.h"
 #include "kernels/read_bandwidth.h"
 #include "perf/bench_progress.h"
@@ -25,6 +26,8 @@ struct AttentionBenchOptions {
                                     KvDtype::kInt8, KvDtype::kInt4};
   std::vector<int> threads = {1, 2};
   std::vector<KvLayout> layouts = {KvLayout::kPaged, KvLayout::kContiguous};
+  // Where the kernel prefetches the KV ahead (attention_kernel.h); empty: this CPU's default.
+  std::vector<KvPrefetchLevel> prefetch_levels;
   // The shape: Llama-3-8B-like GQA.
   int n_heads = 32;
   int num_kv_heads = 8;
@@ -47,6 +50,9 @@ struct AttentionBenchOptions {
       "Thread counts; the read bandwidth is measured with each";
   static constexpr const char* kLayoutsHelp =
       "paged: blocks of --block-size in shuffled pool order; contiguous: one block per head";
+  static constexpr const char* kPrefetchHelp =
+      "Where the kernel prefetches the KV ahead: auto (this CPU's default: l1 where the L1 data "
+      "cache holds >= 48 KiB, else l2), l1, l2";
   static constexpr const char* kMinTimeHelp = "Seconds to time each row at least";
   static constexpr const char* kFootprintHelp =
       "Cycle through copies of the KV totalling at least this many bytes (beyond the LLC)";
@@ -57,6 +63,7 @@ struct AttentionBenchRow {
   int64_t context = 0;
   int threads = 1;
   KvLayout layout = KvLayout::kPaged;
+  KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
   int block_size = 0;               // 16 (paged) or the context (contiguous).
   int copies = 0;                   // KV copies cycled through.
   int64_t iterations = 0;           // Timed calls.
@@ -72,7 +79,8 @@ struct AttentionBenchRow {
 struct AttentionBenchResult {
   AttentionBenchOptions options;
   std::vector<std::pair<int, double>> read_bw_gb_per_s;  // (threads, GB/s), as measured.
-  std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads.
+  std::vector<KvPrefetchLevel> prefetch_levels;          // As run: the options' or the default.
+  std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads, prefetch.
 };
 
 // progress(done, total) after each row.

@@ -24,18 +24,56 @@ size_t RowBytes(KvDtype d, int head_dim) {
 
 std::string ThreadsWord(int t) { return fmt::format("{} thread{}", t, t == 1 ? "" : "s"); }
 
-// Rows by (dtype, context, threads, layout).
+// Rows by (dtype, context, threads, layout) at one prefetch level (the ratio tables compare rows
+// at the first level run, unless they compare the levels).
 using Key = std::tuple<KvDtype, int64_t, int, KvLayout>;
-std::map<Key, const AttentionBenchRow*> Index(const AttentionBenchResult& r) {
+std::map<Key, const AttentionBenchRow*> Index(const AttentionBenchResult& r,
+                                              KvPrefetchLevel level) {
   std::map<Key, const AttentionBenchRow*> m;
   for (const AttentionBenchRow& row : r.rows) {
-    m[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
+    if (row.prefetch == level) m[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
   }
   return m;
 }
 
+// " (prefetch into l1)" when the run compared levels, else nothing.
+std::string LevelNote(const AttentionBenchResult& r) {
+  if (r.prefetch_levels.size() < 2) return "";
+  return fmt::format(" (prefetch into {})", KvPrefetchLevelName(r.prefetch_levels[0]));
+}
+
+// tokens/s with each later level over the first, per dtype, context, layout and threads.
+void AppendLevelRatios(const AttentionBenchResult& r, std::string* s) {
+  for (size_t i = 1; i < r.prefetch_levels.size(); ++i) {
+    const auto base = Index(r, r.prefetch_levels[0]);
+    const auto other = Index(r, r.prefetch_levels[i]);
+    *s += fmt::format("\nprefetch into {} / into {} (tokens/s):\n",
+                      KvPrefetchLevelName(r.prefetch_levels[i]),
+                      KvPrefetchLevelName(r.prefetch_levels[0]));
+    *s += fmt::format("{:<9} {:>8} {:<10}", "kv_dtype", "context", "layout");
+    for (int t : r.options.threads) *s += fmt::format(" {:>10}", ThreadsWord(t));
+    *s += "\n";
+    for (KvDtype d : r.options.kv_dtypes) {
+      for (int64_t c : r.options.contexts) {
+        for (KvLayout layout : r.options.layouts) {
+          *s += fmt::format("{:<9} {:>8} {:<10}", KvDtypeName(d), c, KvLayoutName(layout));
+          for (int t : r.options.threads) {
+            auto a = base.find({d, c, t, layout});
+            auto b = other.find({d, c, t, layout});
+            *s +=
+                a == base.end() || b == other.end()
+                    ? fmt::format(" {:>10}", "-")
+                    : fmt::format(" {:>10.2f}", b->second->tokens_per_s / a->second->tokens_per_s);
+          }
+          *s += "\n";
+        }
+      }
+    }
+  }
+}
+
 void AppendPagedOverContiguous(const AttentionBenchResult& r, std::string* s) {
-  const auto rows = Index(r);
+  const auto rows = Index(r, r.prefetch_levels[0]);
   std::string body;
   for (KvDtype d : r.options.kv_dtypes) {
     for (int64_t c : r.options.contexts) {
@@ -55,14 +93,15 @@ void AppendPagedOverContiguous(const AttentionBenchResult& r, std::string* s) {
     }
   }
   if (body.empty()) return;
-  *s += "\npaged / contiguous (tokens/s; 1.00 = paging costs nothing):\n";
+  *s += fmt::format("\npaged / contiguous (tokens/s; 1.00 = paging costs nothing){}:\n",
+                    LevelNote(r));
   *s += fmt::format("{:<9} {:>8}", "kv_dtype", "context");
   for (int t : r.options.threads) *s += fmt::format(" {:>10}", ThreadsWord(t));
   *s += "\n" + body;
 }
 
 void AppendOverF16(const AttentionBenchResult& r, std::string* s) {
-  const auto rows = Index(r);
+  const auto rows = Index(r, r.prefetch_levels[0]);
   std::vector<KvDtype> others;
   for (KvDtype d : r.options.kv_dtypes) {
     if (d != KvDtype::kF16) others.push_back(d);
@@ -87,9 +126,9 @@ void AppendOverF16(const AttentionBenchResult& r, std::string* s) {
     }
     if (body.empty()) continue;
     *s += fmt::format(
-        "\ntokens/s over f16 ({}); memory-bound attention would reach the KV bytes "
+        "\ntokens/s over f16 ({}){}; memory-bound attention would reach the KV bytes "
         "ratio:\n",
-        KvLayoutName(layout));
+        KvLayoutName(layout), LevelNote(r));
     *s += fmt::format("{:>8} {:>8}", "context", "threads");
     for (KvDtype d : others) *s += fmt::format(" {:>9}", KvDtypeName(d));
     *s += fmt::format("\n{:>17}", "KV bytes ratio");
@@ -118,21 +157,24 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
                      r.read_bw_gb_per_s[i].second);
   }
   s += "\n\n";
-  s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>11} {:>10} {:>10} {:>8} {:>10}\n", "kv_dtype",
-                   "context", "threads", "layout", "KV/token", "us/token", "tokens/s", "KV GB/s",
-                   "of read bw");
+  s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>10}\n", "kv_dtype",
+                   "context", "threads", "layout", "prefetch", "KV/token", "us/token", "tokens/s",
+                   "KV GB/s", "of read bw");
   for (const AttentionBenchRow& row : r.rows) {
-    s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>11} {:>10.1f} {:>10.1f} {:>8.2f} {:>10.2f}\n",
-                     KvDtypeName(row.kv_dtype), row.context, row.threads, KvLayoutName(row.layout),
-                     Bytes(row.kv_bytes_per_token), row.us_per_token, row.tokens_per_s,
-                     row.kv_gb_per_s, row.fraction_of_read_bw);
+    s += fmt::format(
+        "{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10.1f} {:>10.1f} {:>8.2f} {:>10.2f}\n",
+        KvDtypeName(row.kv_dtype), row.context, row.threads, KvLayoutName(row.layout),
+        KvPrefetchLevelName(row.prefetch), Bytes(row.kv_bytes_per_token), row.us_per_token,
+        row.tokens_per_s, row.kv_gb_per_s, row.fraction_of_read_bw);
   }
   AppendPagedOverContiguous(r, &s);
   AppendOverF16(r, &s);
+  AppendLevelRatios(r, &s);
   return s;
 }
 
-// Fields of each row: kv_dtype, context, threads, layout ("paged" | "contiguous"), block_size,
+// Fields of each row: kv_dtype, context, threads, layout ("paged" | "contiguous"), prefetch
+// ("l1" | "l2"), block_size,
 // copies, n_heads, num_kv_heads, head_dim, iterations, seconds, kv_bytes_per_token,
 // us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw.
 std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
@@ -143,6 +185,7 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["context"] = row.context;
     j["threads"] = row.threads;
     j["layout"] = std::string(KvLayoutName(row.layout));
+    j["prefetch"] = std::string(KvPrefetchLevelName(row.prefetch));
     j["block_size"] = row.block_size;
     j["copies"] = row.copies;
     j["n_heads"] = r.options.n_heads;

@@ -169,5 +169,37 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
   EXPECT_NE(FormatAttentionBenchJson(*r).find("\"fraction_of_read_bw\""), std::string::npos);
 }
 
+// Both prefetch levels: one row per level, the default level when none is asked for, and a ratio
+// table of the two.
+TEST(AttentionBenchTest, ComparesPrefetchLevels) {
+  AttentionBenchOptions o;
+  o.contexts = {200};
+  o.kv_dtypes = {KvDtype::kInt8};
+  o.threads = {1};
+  o.layouts = {KvLayout::kPaged};
+  o.n_heads = 4;
+  o.num_kv_heads = 1;
+  o.head_dim = 64;
+  o.min_seconds = 0;
+  o.min_iterations = 2;
+  o.footprint_bytes = 1 << 20;
+  o.read_bw.bytes = 4 << 20;
+  o.read_bw.min_seconds = 0;
+  o.read_bw.min_passes = 1;
+  Result<AttentionBenchResult> r = RunAttentionBench(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0].prefetch, DefaultKvPrefetchLevel());
+  EXPECT_EQ(FormatAttentionBenchText(*r).find("prefetch into"), std::string::npos);
+  o.prefetch_levels = {KvPrefetchLevel::kL1, KvPrefetchLevel::kL2};
+  r = RunAttentionBench(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_EQ(r->rows[0].prefetch, KvPrefetchLevel::kL1);
+  EXPECT_EQ(r->rows[1].prefetch, KvPrefetchLevel::kL2);
+  EXPECT_NE(FormatAttentionBenchText(*r).find("prefetch into l2 / into l1"), std::string::npos);
+  EXPECT_NE(FormatAttentionBenchJson(*r).find("\"prefetch\": \"l2\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvengine
