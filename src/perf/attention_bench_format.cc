@@ -24,8 +24,7 @@ size_t RowBytes(KvDtype d, int head_dim) {
 
 std::string ThreadsWord(int t) { return fmt::format("{} thread{}", t, t == 1 ? "" : "s"); }
 
-// Rows by (dtype, context, threads, layout) at one prefetch level (the ratio tables compare rows
-// at the first level run, unless they compare the levels).
+// Rows by (dtype, context, threads, layout) at one prefetch level.
 using Key = std::tuple<KvDtype, int64_t, int, KvLayout>;
 std::map<Key, const AttentionBenchRow*> Index(const AttentionBenchResult& r,
                                               KvPrefetchLevel level) {
@@ -37,9 +36,9 @@ std::map<Key, const AttentionBenchRow*> Index(const AttentionBenchResult& r,
 }
 
 // " (prefetch into l1)" when the run compared levels, else nothing.
-std::string LevelNote(const AttentionBenchResult& r) {
+std::string LevelNote(const AttentionBenchResult& r, KvPrefetchLevel level) {
   if (r.prefetch_levels.size() < 2) return "";
-  return fmt::format(" (prefetch into {})", KvPrefetchLevelName(r.prefetch_levels[0]));
+  return fmt::format(" (prefetch into {})", KvPrefetchLevelName(level));
 }
 
 // tokens/s with each later level over the first, per dtype, context, layout and threads.
@@ -72,8 +71,9 @@ void AppendLevelRatios(const AttentionBenchResult& r, std::string* s) {
   }
 }
 
-void AppendPagedOverContiguous(const AttentionBenchResult& r, std::string* s) {
-  const auto rows = Index(r, r.prefetch_levels[0]);
+void AppendPagedOverContiguous(const AttentionBenchResult& r, KvPrefetchLevel level,
+                               std::string* s) {
+  const auto rows = Index(r, level);
   std::string body;
   for (KvDtype d : r.options.kv_dtypes) {
     for (int64_t c : r.options.contexts) {
@@ -94,14 +94,14 @@ void AppendPagedOverContiguous(const AttentionBenchResult& r, std::string* s) {
   }
   if (body.empty()) return;
   *s += fmt::format("\npaged / contiguous (tokens/s; 1.00 = paging costs nothing){}:\n",
-                    LevelNote(r));
+                    LevelNote(r, level));
   *s += fmt::format("{:<9} {:>8}", "kv_dtype", "context");
   for (int t : r.options.threads) *s += fmt::format(" {:>10}", ThreadsWord(t));
   *s += "\n" + body;
 }
 
-void AppendOverF16(const AttentionBenchResult& r, std::string* s) {
-  const auto rows = Index(r, r.prefetch_levels[0]);
+void AppendOverF16(const AttentionBenchResult& r, KvPrefetchLevel level, std::string* s) {
+  const auto rows = Index(r, level);
   std::vector<KvDtype> others;
   for (KvDtype d : r.options.kv_dtypes) {
     if (d != KvDtype::kF16) others.push_back(d);
@@ -128,7 +128,7 @@ void AppendOverF16(const AttentionBenchResult& r, std::string* s) {
     *s += fmt::format(
         "\ntokens/s over f16 ({}){}; memory-bound attention would reach the KV bytes "
         "ratio:\n",
-        KvLayoutName(layout), LevelNote(r));
+        KvLayoutName(layout), LevelNote(r, level));
     *s += fmt::format("{:>8} {:>8}", "context", "threads");
     for (KvDtype d : others) *s += fmt::format(" {:>9}", KvDtypeName(d));
     *s += fmt::format("\n{:>17}", "KV bytes ratio");
@@ -167,8 +167,8 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
         KvPrefetchLevelName(row.prefetch), Bytes(row.kv_bytes_per_token), row.us_per_token,
         row.tokens_per_s, row.kv_gb_per_s, row.fraction_of_read_bw);
   }
-  AppendPagedOverContiguous(r, &s);
-  AppendOverF16(r, &s);
+  for (KvPrefetchLevel level : r.prefetch_levels) AppendPagedOverContiguous(r, level, &s);
+  for (KvPrefetchLevel level : r.prefetch_levels) AppendOverF16(r, level, &s);
   AppendLevelRatios(r, &s);
   return s;
 }
