@@ -44,7 +44,10 @@ case "$what" in
     expect attention_fields 'all(.[]; has("kv_dtype") and has("context") and has("threads")
       and has("layout") and has("kv_gb_per_s") and has("read_bw_gb_per_s")
       and has("fraction_of_read_bw") and has("tokens_per_s") and has("kv_bytes_per_token")
-      and has("prefetch"))' "$json"
+      and has("prefetch") and has("fma_ceiling_gb_per_s"))' "$json"
+    # f16 at 4 query heads per KV head: 2 multiply-adds per byte.
+    expect attention_fma_ceiling 'map(select(.kv_dtype == "f16")) | all(.[];
+      (.fma_ceiling_gb_per_s - .fma_peak_gmacs_per_s / 2 | fabs) < 1e-6 * .fma_peak_gmacs_per_s)' "$json"
     expect attention_layouts '[.[].layout] | unique == ["contiguous", "paged"]' "$json"
     expect attention_dtypes '[.[].kv_dtype] | unique == ["f16", "int8"]' "$json"
     expect attention_values 'all(.[]; .kv_gb_per_s > 0 and .read_bw_gb_per_s > 0

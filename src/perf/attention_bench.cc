@@ -7,6 +7,7 @@
 
 #include "attention/paged_attention.h"
 #include "base/thread_pool.h"
+#include "kernels/fma_peak.h"
 
 namespace kvengine {
 namespace {
@@ -78,6 +79,7 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
     pools.push_back(std::make_unique<ThreadPool>(t));
     KV_ASSIGN_OR_RETURN(double bw, MeasureReadBandwidthGBs(*pools.back(), o.read_bw));
     r.read_bw_gb_per_s.emplace_back(t, bw);
+    r.fma_peak_gmacs.push_back(MeasureFmaPeakGmacs(*pools.back()));
   }
   const int64_t total = int64_t(o.kv_dtypes.size() * o.contexts.size() * o.layouts.size() *
                                 o.threads.size() * r.prefetch_levels.size());
@@ -123,6 +125,8 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
             row.kv_gb_per_s = double(row.kv_bytes_per_token) * row.tokens_per_s / 1e9;
             row.read_bw_gb_per_s = r.read_bw_gb_per_s[ti].second;
             row.fraction_of_read_bw = row.kv_gb_per_s / row.read_bw_gb_per_s;
+            const double macs = double(o.n_heads) * double(context) * 2.0 * double(o.head_dim);
+            row.fma_ceiling_gb_per_s = r.fma_peak_gmacs[ti] * double(row.kv_bytes_per_token) / macs;
             r.rows.push_back(row);
             if (progress) progress(++done, total);
           }

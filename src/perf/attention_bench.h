@@ -73,13 +73,18 @@ struct AttentionBenchRow {
   double tokens_per_s = 0;      // Calls per second: one layer's attention for one decode token.
   double kv_gb_per_s = 0;       // kv_bytes_per_token * tokens_per_s / 1e9.
   double read_bw_gb_per_s = 0;  // Measured in this run with `threads` threads.
+  // KV GB/s if the call's f32 multiply-adds (n_heads x context x (head_dim_k + head_dim_v)) all
+  // ran at the peak measured with `threads` threads: the compute ceiling of a kernel that turns
+  // every element into f32 (the int8 VNNI path does two products per lane and may exceed it).
+  double fma_ceiling_gb_per_s = 0;
   double fraction_of_read_bw = 0;
 };
 
 struct AttentionBenchResult {
   AttentionBenchOptions options;
   std::vector<std::pair<int, double>> read_bw_gb_per_s;  // (threads, GB/s), as measured.
-  std::vector<KvPrefetchLevel> prefetch_levels;          // As run: the options' or the default.
+  std::vector<double> fma_peak_gmacs;  // Per thread count: G f32 multiply-adds/s (fma_peak.h).
+  std::vector<KvPrefetchLevel> prefetch_levels;  // As run: the options' or the default.
   std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads, prefetch.
 };
 

@@ -71,6 +71,38 @@ void AppendLevelRatios(const AttentionBenchResult& r, std::string* s) {
   }
 }
 
+double FmaPeakOf(const AttentionBenchResult& r, int threads) {
+  for (size_t i = 0; i < r.read_bw_gb_per_s.size(); ++i) {
+    if (r.read_bw_gb_per_s[i].first == threads) return r.fma_peak_gmacs[i];
+  }
+  return 0;
+}
+
+// Per dtype and thread count (the same for every context and layout): the KV GB/s at which the
+// kernel's f32 multiply-adds would run at the measured peak, and its fraction of the read bw.
+void AppendFmaCeiling(const AttentionBenchResult& r, std::string* s) {
+  std::map<std::pair<KvDtype, int>, const AttentionBenchRow*> first;
+  for (const AttentionBenchRow& row : r.rows) first.try_emplace({row.kv_dtype, row.threads}, &row);
+  *s += fmt::format(
+      "\ncompute ceiling: KV GB/s if each KV element's {} multiply-adds (one per query head of "
+      "its KV head) ran at the f32 peak\n(int8 on VNNI does two per lane and may exceed it):\n",
+      r.options.n_heads / r.options.num_kv_heads);
+  *s += fmt::format("{:<9}", "kv_dtype");
+  for (int t : r.options.threads) *s += fmt::format(" {:>21}", ThreadsWord(t));
+  *s += "\n";
+  for (KvDtype d : r.options.kv_dtypes) {
+    *s += fmt::format("{:<9}", KvDtypeName(d));
+    for (int t : r.options.threads) {
+      auto it = first.find({d, t});
+      *s += it == first.end()
+                ? fmt::format(" {:>21}", "-")
+                : fmt::format(" {:>8.1f} ({:.2f} of bw)", it->second->fma_ceiling_gb_per_s,
+                              it->second->fma_ceiling_gb_per_s / it->second->read_bw_gb_per_s);
+    }
+    *s += "\n";
+  }
+}
+
 void AppendPagedOverContiguous(const AttentionBenchResult& r, KvPrefetchLevel level,
                                std::string* s) {
   const auto rows = Index(r, level);
@@ -156,6 +188,11 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
     s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.read_bw_gb_per_s[i].second);
   }
+  s += "\nf32 multiply-add peak, this run (register-only FMA chains):";
+  for (size_t i = 0; i < r.fma_peak_gmacs.size(); ++i) {
+    s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
+                     r.fma_peak_gmacs[i]);
+  }
   s += "\n\n";
   s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>10}\n", "kv_dtype",
                    "context", "threads", "layout", "prefetch", "KV/token", "us/token", "tokens/s",
@@ -170,13 +207,15 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
   for (KvPrefetchLevel level : r.prefetch_levels) AppendPagedOverContiguous(r, level, &s);
   for (KvPrefetchLevel level : r.prefetch_levels) AppendOverF16(r, level, &s);
   AppendLevelRatios(r, &s);
+  AppendFmaCeiling(r, &s);
   return s;
 }
 
 // Fields of each row: kv_dtype, context, threads, layout ("paged" | "contiguous"), prefetch
 // ("l1" | "l2"), block_size,
 // copies, n_heads, num_kv_heads, head_dim, iterations, seconds, kv_bytes_per_token,
-// us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw.
+// us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw,
+// fma_peak_gmacs_per_s, fma_ceiling_gb_per_s.
 std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const AttentionBenchRow& row : r.rows) {
@@ -199,6 +238,8 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["kv_gb_per_s"] = row.kv_gb_per_s;
     j["read_bw_gb_per_s"] = row.read_bw_gb_per_s;
     j["fraction_of_read_bw"] = row.fraction_of_read_bw;
+    j["fma_peak_gmacs_per_s"] = FmaPeakOf(r, row.threads);
+    j["fma_ceiling_gb_per_s"] = row.fma_ceiling_gb_per_s;
     rows.push_back(std::move(j));
   }
   return rows.dump(2);

@@ -98,8 +98,7 @@ bool ReadSequential(int fd, uint8_t* buf, uint64_t chunk, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     uint64_t done = 0;
     while (done < chunk) {
-      const ssize_t n =
-          ::pread(fd, buf + done, chunk - done, off_t(uint64_t(i) * chunk + done));
+      const ssize_t n = ::pread(fd, buf + done, chunk - done, off_t(uint64_t(i) * chunk + done));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       done += uint64_t(n);
@@ -215,8 +214,8 @@ Result<RawBandwidth> MeasureFileReadBandwidth(const std::string& dir, uint64_t v
 
   ScratchFile file(dir + "/raw-read-bandwidth.bin");
   auto io_error = [&](const char* what) {
-    return Unavailable(fmt::format("raw disk bandwidth: {} {}: {}", what, file.path(),
-                                   std::strerror(errno)));
+    return Unavailable(
+        fmt::format("raw disk bandwidth: {} {}: {}", what, file.path(), std::strerror(errno)));
   };
   file.Reset(::open(file.path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (file.fd() < 0) return io_error("cannot create");
@@ -258,7 +257,12 @@ Result<RawBandwidth> MeasureFileReadBandwidth(const std::string& dir, uint64_t v
     if (!direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     if (s > 0) rates.push_back(double(total) / s / 1e9);
   }
-  return RawBandwidth{Median(rates), total, value_bytes, chunk, count, passes,
+  return RawBandwidth{Median(rates),
+                      total,
+                      value_bytes,
+                      chunk,
+                      count,
+                      passes,
                       direct ? "O_DIRECT read" : "read + POSIX_FADV_DONTNEED"};
 }
 
@@ -307,8 +311,8 @@ Result<RawBandwidth> MeasureRedisGetBandwidth(const std::string& endpoint,
       [](int64_t, const redisReply& r) { return r.type == REDIS_REPLY_INTEGER; });
   KV_RETURN_IF_ERROR(st);
   KV_RETURN_IF_ERROR(del);
-  return RawBandwidth{Median(rates), total, value_bytes, value_bytes, count, passes,
-                      "pipelined GET"};
+  return RawBandwidth{Median(rates), total,  value_bytes,    value_bytes,
+                      count,         passes, "pipelined GET"};
 }
 
 Result<int64_t> DeleteRedisKeys(const std::string& endpoint, const std::string& key_prefix,

@@ -162,10 +162,17 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
     EXPECT_EQ(row.read_bw_gb_per_s, r->read_bw_gb_per_s[row.threads == 1 ? 0 : 1].second);
     EXPECT_DOUBLE_EQ(row.fraction_of_read_bw, row.kv_gb_per_s / row.read_bw_gb_per_s);
     EXPECT_EQ(row.block_size, row.layout == KvLayout::kPaged ? 16 : row.context);
+    // f16 at 4 query heads per KV head: 2 multiply-adds per KV byte.
+    const double peak = r->fma_peak_gmacs[row.threads == 1 ? 0 : 1];
+    if (row.kv_dtype == KvDtype::kF16) {
+      EXPECT_NEAR(row.fma_ceiling_gb_per_s, peak / 2, 1e-9 * peak);
+    }
+    EXPECT_GT(row.fma_ceiling_gb_per_s, 0);
   }
   const std::string text = FormatAttentionBenchText(*r);
   EXPECT_NE(text.find("paged / contiguous"), std::string::npos);
   EXPECT_NE(text.find("tokens/s over f16"), std::string::npos);
+  EXPECT_NE(text.find("compute ceiling"), std::string::npos);
   EXPECT_NE(FormatAttentionBenchJson(*r).find("\"fraction_of_read_bw\""), std::string::npos);
 }
 

@@ -18,11 +18,16 @@ namespace kvengine {
 
 const char* TierScenarioName(TierScenario s) {
   switch (s) {
-    case TierScenario::kRecompute: return "recompute";
-    case TierScenario::kPool: return "pool";
-    case TierScenario::kRam: return "ram";
-    case TierScenario::kDisk: return "disk";
-    case TierScenario::kRedis: return "redis";
+    case TierScenario::kRecompute:
+      return "recompute";
+    case TierScenario::kPool:
+      return "pool";
+    case TierScenario::kRam:
+      return "ram";
+    case TierScenario::kDisk:
+      return "disk";
+    case TierScenario::kRedis:
+      return "redis";
   }
   return "?";
 }
@@ -54,8 +59,8 @@ struct Watch {
   std::mutex mu;
   std::condition_variable cv;
   std::optional<SteadyTime::time_point> first_token;  // Guarded by mu.
-  bool finished = false;                               // Guarded by mu.
-  RequestEvent final_event;                            // Guarded by mu.
+  bool finished = false;                              // Guarded by mu.
+  RequestEvent final_event;                           // Guarded by mu.
 };
 
 struct RunOnceResult {
@@ -89,8 +94,8 @@ Result<RunOnceResult> RunOnce(Engine& engine, const std::vector<int32_t>& prompt
   const RequestEvent& e = watch->final_event;
   if (e.finish_reason == FinishReason::kError) return Internal("the request failed: " + e.error);
   if (!watch->first_token) {
-    return Internal(fmt::format("the request ended ({}) without a token",
-                                FinishReasonName(e.finish_reason)));
+    return Internal(
+        fmt::format("the request ended ({}) without a token", FinishReasonName(e.finish_reason)));
   }
   return RunOnceResult{std::chrono::duration<double>(*watch->first_token - t0).count(),
                        e.cached_prompt_tokens};
@@ -99,10 +104,10 @@ Result<RunOnceResult> RunOnce(Engine& engine, const std::vector<int32_t>& prompt
 // What one run of a row did, from the engine's stats before its Offload and after its end.
 struct RunRecord {
   double ttft_s = 0;
-  int64_t computed = 0;        // Prompt tokens the model ran.
-  int64_t cached = 0;          // Prompt tokens served by the pool or a tier.
-  int64_t tier_tokens = 0;     // Of those, copied in from a tier.
-  uint64_t fills[kNumTierKinds] = {};  // Pool fills by the tier the block came from.
+  int64_t computed = 0;                      // Prompt tokens the model ran.
+  int64_t cached = 0;                        // Prompt tokens served by the pool or a tier.
+  int64_t tier_tokens = 0;                   // Of those, copied in from a tier.
+  uint64_t fills[kNumTierKinds] = {};        // Pool fills by the tier the block came from.
   uint64_t tier_blocks = 0, tier_bytes = 0;  // Read from the row's tier.
 };
 
@@ -163,9 +168,9 @@ std::string CheckRun(TierScenario s, const RunRecord& rec, int64_t prompt, int64
                                TierKindName(TierKind(k)));
     }
   }
-  const std::string what = fmt::format("{} of {} prompt tokens cached ({}), {} computed",
-                                       rec.cached, prompt, served_by.empty() ? "no tier" : served_by,
-                                       rec.computed);
+  const std::string what =
+      fmt::format("{} of {} prompt tokens cached ({}), {} computed", rec.cached, prompt,
+                  served_by.empty() ? "no tier" : served_by, rec.computed);
   switch (s) {
     case TierScenario::kRecompute:
       return rec.computed == prompt ? "" : what;
@@ -242,8 +247,8 @@ class Bench {
     row->raw = *raw;
     if (raw->gb_per_s > 0) row->fraction_of_raw = row->tier_gb_per_s / raw->gb_per_s;
     Log(fmt::format("({}) raw {}: {} x {} bytes, {:.2f} GB/s (median of {}); tier {:.2f} GB/s",
-                    Letter(row->scenario), raw->method, raw->count, raw->value_bytes,
-                    raw->gb_per_s, raw->passes, row->tier_gb_per_s));
+                    Letter(row->scenario), raw->method, raw->count, raw->value_bytes, raw->gb_per_s,
+                    raw->passes, row->tier_gb_per_s));
   }
 
   void Log(const std::string& line) const {

@@ -39,28 +39,28 @@ std::string FormatTierBenchText(const TierBenchResult& r) {
       "tier GB/s: the tier's own measure of its reads (RAM: block copies into the pool; disk, "
       "Redis: a prefetch, record checks included). raw: the same medium, same count and size, "
       "this run. path GB/s: bytes / (TTFT - pool TTFT).\n\n",
-      r.model, r.threads, r.threads == 1 ? "" : "s", o.prompt_tokens, r.prefix_blocks,
-      r.block_size, r.kv_bytes_per_token, o.repeat, o.repeat == 1 ? "" : "s", o.recompute_repeat,
+      r.model, r.threads, r.threads == 1 ? "" : "s", o.prompt_tokens, r.prefix_blocks, r.block_size,
+      r.kv_bytes_per_token, o.repeat, o.repeat == 1 ? "" : "s", o.recompute_repeat,
       o.recompute_repeat == 1 ? "" : "s");
-  s += fmt::format("{:<13} {:>9} {:>8} {:>8} {:>6} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n",
-                   "scenario", "TTFT s", "speedup", "computed", "blocks", "MiB read", "tier GB/s",
-                   "raw GB/s", "of raw", "path GB/s", "raw method");
+  s += fmt::format("{:<13} {:>9} {:>8} {:>8} {:>6} {:>8} {:>9} {:>8} {:>6} {:>9}  {}\n", "scenario",
+                   "TTFT s", "speedup", "computed", "blocks", "MiB read", "tier GB/s", "raw GB/s",
+                   "of raw", "path GB/s", "raw method");
   for (const TierBenchRow& row : r.rows) {
-    const std::string name = fmt::format("({}) {}", char('a' + int(row.scenario)),
-                                         TierScenarioName(row.scenario));
+    const std::string name =
+        fmt::format("({}) {}", char('a' + int(row.scenario)), TierScenarioName(row.scenario));
     if (row.skipped) {
       s += fmt::format("{:<13} {}\n", name, row.note);
       continue;
     }
     const bool tier = IsTier(row.scenario);
-    std::string line = fmt::format(
-        "{:<13} {:>9.3f} {:>7.1f}x {:>8} {:>6} {:>8} {:>9} {:>8} {:>6} {:>9}  {}", name,
-        row.ttft_s, row.speedup_vs_recompute, row.prompt_tokens_computed,
-        row.scenario == TierScenario::kRecompute ? "-" : std::to_string(row.blocks),
-        tier ? fmt::format("{:.1f}", double(row.bytes) / double(1 << 20)) : "-",
-        Or(row.tier_gb_per_s, "{:.2f}"), Or(row.raw.gb_per_s, "{:.2f}"),
-        Or(row.fraction_of_raw, "{:.2f}"), Or(row.effective_gb_per_s, "{:.2f}"),
-        tier ? row.raw.method : "");
+    std::string line =
+        fmt::format("{:<13} {:>9.3f} {:>7.1f}x {:>8} {:>6} {:>8} {:>9} {:>8} {:>6} {:>9}  {}", name,
+                    row.ttft_s, row.speedup_vs_recompute, row.prompt_tokens_computed,
+                    row.scenario == TierScenario::kRecompute ? "-" : std::to_string(row.blocks),
+                    tier ? fmt::format("{:.1f}", double(row.bytes) / double(1 << 20)) : "-",
+                    Or(row.tier_gb_per_s, "{:.2f}"), Or(row.raw.gb_per_s, "{:.2f}"),
+                    Or(row.fraction_of_raw, "{:.2f}"), Or(row.effective_gb_per_s, "{:.2f}"),
+                    tier ? row.raw.method : "");
     line.erase(line.find_last_not_of(' ') + 1);
     s += line + "\n";
   }

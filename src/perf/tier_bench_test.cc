@@ -54,9 +54,8 @@ class TierBenchTest : public ::testing::Test {
 
 TEST_F(TierBenchTest, EveryRowIsServedFromWhereItSays) {
   std::vector<std::string> lines;
-  Result<TierBenchResult> r = RunTierBench(model_, "tiny", Small(), [&](std::string_view l) {
-    lines.emplace_back(l);
-  });
+  Result<TierBenchResult> r =
+      RunTierBench(model_, "tiny", Small(), [&](std::string_view l) { lines.emplace_back(l); });
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->rows.size(), size_t(kNumTierScenarios));
   EXPECT_EQ(r->prefix_blocks, 6);
@@ -76,7 +75,7 @@ TEST_F(TierBenchTest, EveryRowIsServedFromWhereItSays) {
   const TierBenchRow& ram = r->rows[size_t(TierScenario::kRam)];
   const TierBenchRow& disk = r->rows[size_t(TierScenario::kDisk)];
   EXPECT_EQ(ram.bytes, 6 * r->kv_bytes_per_token * 16);  // Payloads.
-  EXPECT_EQ(disk.bytes, ram.bytes + 6 * 96);              // Records: a 96-byte header each.
+  EXPECT_EQ(disk.bytes, ram.bytes + 6 * 96);             // Records: a 96-byte header each.
   EXPECT_EQ(ram.raw.method, "memcpy");
   EXPECT_EQ(ram.raw.count, 6);
   EXPECT_GT(ram.raw.gb_per_s, 0);
@@ -155,11 +154,11 @@ TEST(TierBenchTargetsTest, JudgesOnlyRowsThatRanAndWereServed) {
   rows[size_t(TierScenario::kRedis)].skipped = true;
   const std::vector<TierBenchTarget> t = TierBenchTargets(rows);
   ASSERT_EQ(t.size(), 5u);
-  EXPECT_TRUE(t[0].judged && t[0].met);      // RAM 20x >= 10x.
-  EXPECT_FALSE(t[1].judged);                 // Disk not served by the disk tier.
-  EXPECT_TRUE(t[2].judged && !t[2].met);     // RAM 0.7 < 0.8 of memcpy.
+  EXPECT_TRUE(t[0].judged && t[0].met);   // RAM 20x >= 10x.
+  EXPECT_FALSE(t[1].judged);              // Disk not served by the disk tier.
+  EXPECT_TRUE(t[2].judged && !t[2].met);  // RAM 0.7 < 0.8 of memcpy.
   EXPECT_FALSE(t[3].judged);
-  EXPECT_FALSE(t[4].judged);                 // Redis skipped.
+  EXPECT_FALSE(t[4].judged);  // Redis skipped.
 }
 
 }  // namespace

@@ -1,0 +1,103 @@
+// MeasureFmaPeakGmacs (fma_peak.h), compiled once per Highway target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/fma_peak.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "hwy/highway.h"
+#include "kernels/fma_peak.h"
+
+#ifndef KVENGINE_KERNELS_FMA_PEAK_RUN_
+#define KVENGINE_KERNELS_FMA_PEAK_RUN_
+namespace kvengine {
+// What one thread's chains did (defined once for every target).
+struct FmaRun {
+  double macs = 0;
+  float sink = 0;
+};
+}  // namespace kvengine
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace kvengine::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Runs `iterations` x kChains dependent-per-chain FMAs; returns multiply-adds done and a value
+// that depends on every result (so nothing is optimized away).
+FmaRun FmaChains(int64_t iterations) {
+  const hn::ScalableTag<float> df;
+  // 16 chains: enough to cover a 4-cycle FMA latency at up to 4 FMAs per cycle, and 16 of the
+  // 32 AVX-512 registers (AVX2 has 16: the multiplier and addend then come from memory).
+  constexpr int kChains = 16;
+  auto acc = [&](int i) { return hn::Set(df, 1.0f + 1e-7f * float(i)); };
+  auto a0 = acc(0), a1 = acc(1), a2 = acc(2), a3 = acc(3), a4 = acc(4), a5 = acc(5), a6 = acc(6),
+       a7 = acc(7), a8 = acc(8), a9 = acc(9), a10 = acc(10), a11 = acc(11), a12 = acc(12),
+       a13 = acc(13), a14 = acc(14), a15 = acc(15);
+  const auto mul = hn::Set(df, 0.9999999f), add = hn::Set(df, 1e-8f);
+  for (int64_t n = 0; n < iterations; ++n) {
+    a0 = hn::MulAdd(a0, mul, add);
+    a1 = hn::MulAdd(a1, mul, add);
+    a2 = hn::MulAdd(a2, mul, add);
+    a3 = hn::MulAdd(a3, mul, add);
+    a4 = hn::MulAdd(a4, mul, add);
+    a5 = hn::MulAdd(a5, mul, add);
+    a6 = hn::MulAdd(a6, mul, add);
+    a7 = hn::MulAdd(a7, mul, add);
+    a8 = hn::MulAdd(a8, mul, add);
+    a9 = hn::MulAdd(a9, mul, add);
+    a10 = hn::MulAdd(a10, mul, add);
+    a11 = hn::MulAdd(a11, mul, add);
+    a12 = hn::MulAdd(a12, mul, add);
+    a13 = hn::MulAdd(a13, mul, add);
+    a14 = hn::MulAdd(a14, mul, add);
+    a15 = hn::MulAdd(a15, mul, add);
+  }
+  const auto sum = hn::Add(
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
+      hn::Add(hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)),
+              hn::Add(hn::Add(a12, a13), hn::Add(a14, a15))));
+  return {double(iterations) * kChains * double(hn::Lanes(df)), hn::GetLane(sum)};
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace kvengine::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kvengine {
+
+HWY_EXPORT(FmaChains);
+
+double MeasureFmaPeakGmacs(ThreadPool& pool, const FmaPeakOptions& options) {
+  const int threads = pool.num_threads();
+  constexpr int64_t kIterations = 1 << 20;         // ~5 ms per round and thread at 3.5 G FMA/s.
+  std::vector<float> sinks(size_t(threads) * 16);  // One cache line per thread.
+  double macs = 0;
+  auto round = [&] {
+    pool.ParallelFor(threads, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const FmaRun r = HWY_DYNAMIC_DISPATCH(FmaChains)(kIterations);
+        sinks[size_t(t) * 16] = r.sink;
+        if (t == 0) macs = r.macs;  // Every thread does the same work.
+      }
+    });
+  };
+  round();
+  int rounds = 0;
+  double seconds = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (rounds < options.min_rounds || seconds < options.min_seconds) {
+    round();
+    ++rounds;
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  volatile float sink = sinks[0];
+  (void)sink;
+  return macs * threads * rounds / seconds / 1e9;
+}
+
+}  // namespace kvengine
+#endif  // HWY_ONCE

@@ -1,0 +1,26 @@
+// MeasureFmaPeakGmacs: a finite, positive rate for one and two threads, and plausible for a CPU
+// (between 0.1 and 10,000 G multiply-adds per second per thread). Not a benchmark: the figures
+// are printed, not judged.
+#include "kernels/fma_peak.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+
+namespace kvengine {
+namespace {
+
+TEST(FmaPeakTest, MeasuresAPlausibleRateForEachThreadCount) {
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    const double gmacs = MeasureFmaPeakGmacs(pool, {.min_seconds = 0, .min_rounds = 1});
+    std::cout << threads << " thread(s): " << gmacs << " G f32 multiply-adds/s\n";
+    EXPECT_TRUE(std::isfinite(gmacs));
+    EXPECT_GT(gmacs / threads, 0.1);
+    EXPECT_LT(gmacs / threads, 1e4);
+  }
+}
+
+}  // namespace
+}  // namespace kvengine
