@@ -39,10 +39,11 @@ constexpr int kChunk = kAttentionChunk;
 constexpr int kMaxHeads = 4;                 // Query heads per register tile.
 constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
 // Prefetch distance: while a chunk is computed, the rows of the chunk about kPrefetchBytes of KV
-// ahead (at least 1, at most kMaxPrefetchChunks chunks) are requested into L1. Measured at 32k,
-// d = 128, paged (block 16, shuffled), 1 thread, chunks of 32: int8 8.9 ms per call with the next
-// chunk only (8 KiB ahead), 7.4 two chunks, 6.7-7.1 with 24-48 KiB; f16 flat within noise from
-// 16 to 96 KiB; prefetching into L2 (T1) instead was slower for f16 (8.1 -> 9.8 ms). The
+// ahead (at least 1, at most kMaxPrefetchChunks chunks) are requested into L1 or L2
+// (KvPrefetchLevel, attention_kernel.h). Measured on Zen 5 into L1 at 32k, d = 128, paged (block
+// 16, shuffled), 1 thread, chunks of 32: int8 8.9 ms per call with the next chunk only (8 KiB
+// ahead), 7.4 two chunks, 6.7-7.1 with 24-48 KiB; f16 flat within noise from 16 to 96 KiB. On
+// Zen 4 into L2, chunks of 64: 32-48 KiB best for both, 160 KiB 10-15% slower for f16. The
 // contiguous layout needs it too: without, 7.6 -> 14.5 ms f16 and 4.8 -> 6.2 ms int8.
 constexpr size_t kPrefetchBytes = 48 << 10;
 constexpr int kMaxPrefetchChunks = 8;
