@@ -1,0 +1,46 @@
+// request_fuzz_seeds DIR: writes the seed corpus of request_fuzz into DIR: valid completions and
+// chat bodies that between them use every accepted field, each behind the fuzzer's first byte
+// (bit 0: chat; bit 1: tiny limits).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  const std::vector<std::pair<char, std::string>> seeds = {
+      {0, R"({"model": "m", "prompt": "Hello", "max_tokens": 8})"},
+      {0, R"({"prompt": [1, 2, 3], "temperature": 0, "seed": 7, "n": 2, "logprobs": 3})"},
+      {0, R"({"prompt": ["one"], "stop": ["\n", "END"], "stop_token_ids": [2], "top_k": 40,
+              "top_p": 0.9, "min_p": 0.05, "repetition_penalty": 1.1, "ignore_eos": true})"},
+      {0, R"({"prompt": [[5, 6]], "stream": true, "stream_options": {"include_usage": true},
+              "cache_salt": "s", "user": "u", "add_special_tokens": false, "best_of": 1,
+              "return_token_ids": true, "presence_penalty": 0, "frequency_penalty": 0})"},
+      {1, R"({"messages": [{"role": "user", "content": "Hi"}], "max_completion_tokens": 4})"},
+      {1, R"({"messages": [{"role": "system", "content": "Be brief."},
+              {"role": "developer", "content": null},
+              {"role": "user", "content": [{"type": "text", "text": "a"}]},
+              {"role": "assistant", "content": "b"}], "logprobs": true, "top_logprobs": 2,
+              "response_format": {"type": "text"}, "stop": "x"})"},
+      {2, R"({"prompt": "p", "n": 3, "stop": ["abcdef"], "logprobs": 5, "cache_salt": "long"})"},
+      {3, R"({"messages": [{"role": "user", "content": "q"}], "top_logprobs": 9})"},
+  };
+  const std::filesystem::path dir(argv[1]);
+  std::filesystem::create_directories(dir);
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::ofstream out(dir / ("seed_" + std::to_string(i)), std::ios::binary);
+    out.put(seeds[i].first);
+    out << seeds[i].second;
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", (dir / ("seed_" + std::to_string(i))).c_str());
+      return 1;
+    }
+  }
+  std::printf("wrote %zu seeds to %s\n", seeds.size(), argv[1]);
+  return 0;
+}
