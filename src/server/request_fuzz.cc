@@ -52,8 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Endpoint endpoint = (data[0] & 1) ? Endpoint::kChat : Endpoint::kCompletions;
   ParseLimits limits;
   if (data[0] & 2) {
-    limits = {.max_n = 2, .max_stop = 2, .max_stop_bytes = 4, .max_logprobs = 2,
-              .max_stop_token_ids = 2, .max_salt_bytes = 4};
+    limits = {.max_n = 2,
+              .max_stop = 2,
+              .max_stop_bytes = 4,
+              .max_logprobs = 2,
+              .max_stop_token_ids = 2,
+              .max_salt_bytes = 4};
   }
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   GenerationRequest r;

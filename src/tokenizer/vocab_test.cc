@@ -3,13 +3,17 @@
 #include "tokenizer/vocab.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "gguf/gguf_reader.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_test_util.h"
+#include "tokenizer/vocab_fuzz_format.h"
 
 namespace kvengine {
 namespace {
@@ -181,6 +185,45 @@ TEST(VocabTest, RejectsInconsistentSpecialTokens) {
   GgufWriter no_unk = Bare({"<unk>", "<s>", "</s>"});
   ASSERT_TRUE(no_unk.AddU32("tokenizer.ggml.unknown_token_id", kNoTokenU32).ok());
   EXPECT_THAT(LoadError(no_unk), HasSubstr("tokenizer.ggml.unknown_token_id"));
+}
+
+// vocab_fuzz's input format (vocab_fuzz_format.h): what the seed writer encodes decodes to the
+// same vocabulary, merges and text, even with types whose byte collides with the separators,
+// and the GGUF it describes loads.
+TEST(VocabFuzzFormatTest, RoundTripsAndLoads) {
+  vocab_fuzz::Input in;
+  in.flags = 0x02 | 0x08 | 0x40 | 0x80;  // llama, add_bos, space prefix, unk key, scores.
+  in.bos = 1;
+  in.eos = 2;
+  in.unk = 0;
+  in.tokens = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "a", "b"};
+  in.types = {2, 3, 3, 1, 1, 1};
+  for (int b = 0; b < 256; ++b) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
+    in.tokens.push_back(hex);
+    in.types.push_back(6);
+  }
+  in.merges = {"a b", "c d"};
+  in.text = "a b\x01\x00ab";
+  const std::optional<vocab_fuzz::Input> back = vocab_fuzz::Decode(vocab_fuzz::Encode(in));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->flags, in.flags);
+  EXPECT_EQ(back->bos, in.bos);
+  EXPECT_EQ(back->unk, in.unk);
+  EXPECT_EQ(back->tokens, in.tokens);
+  EXPECT_EQ(back->types, in.types);
+  EXPECT_EQ(back->merges, in.merges);
+  EXPECT_EQ(back->text, in.text);
+  Result<std::vector<uint8_t>> bytes = vocab_fuzz::ToGguf(*back);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::FromGguf(**file);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ((*tok)->vocab_size(), int32_t(in.tokens.size()));
+  EXPECT_EQ((*tok)->Encode("a", true), (std::vector<int32_t>{1, 3}));
+  EXPECT_FALSE(vocab_fuzz::Decode("abc").has_value());
 }
 
 }  // namespace
