@@ -12,6 +12,7 @@
 #include "attention/attention_test_util.h"
 #include "model/architectures.h"
 #include "model/decoder_model.h"
+#include "model/model_fuzz_format.h"
 #include "model/softcap_attention.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
@@ -274,6 +275,26 @@ TEST(SoftCapAttentionTest, HugeCapEqualsPlainAttention) {
   PagedAttentionBatch(kv.view, qa, 4, 0.25f, nullptr);
   SoftCappedAttentionBatch(kv.view, qb, 4, 0.25f, 1e9f, nullptr);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << i;
+}
+
+// model_fuzz's input format (model_fuzz_format.h) round-trips every op, index and value, and
+// decodes any bytes (a short tail is ignored; the preset wraps).
+TEST(ModelFuzzFormatTest, RoundTripsEveryEdit) {
+  using namespace model_fuzz;  // NOLINT: a test of this format.
+  Input in{5, {}};
+  for (int op = 0; op < kNumOps; ++op) in.edits.push_back({Op(op), uint8_t(op * 37), -op * 99991});
+  const Input back = Decode(Encode(in));
+  EXPECT_EQ(back.preset, in.preset);
+  ASSERT_EQ(back.edits.size(), in.edits.size());
+  for (size_t i = 0; i < in.edits.size(); ++i) {
+    EXPECT_EQ(back.edits[i].op, in.edits[i].op);
+    EXPECT_EQ(back.edits[i].index, in.edits[i].index);
+    EXPECT_EQ(back.edits[i].value, in.edits[i].value);
+  }
+  EXPECT_EQ(Decode(std::string(1, char(kNumPresets + 1)) + "abc").preset, 1u);
+  EXPECT_TRUE(Decode("\x01"
+                     "abcdefg")
+                  .edits.size() == 1);
 }
 
 }  // namespace
