@@ -2,7 +2,7 @@
 // chat, streaming, n > 1, the bad-input table as the client raises it (400s naming the field,
 // streamed or not), a burst of 10x max-num-seqs (503 with Retry-After beyond the queue), an
 // error event inside a stream, and cancellation; after each, no KV block stays in use.
-import { test, before, after, afterEach } from 'node:test';
+import { test as nodeTest, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startServer, metric } from './server.mjs';
@@ -12,8 +12,30 @@ const MAX_NUM_SEQS = 8;
 // the test with the request named instead of running into CTest's timeout.
 const REQUEST_TIMEOUT_MS = 60000;
 
+// Each test's limit: one that makes no progress fails with the main server's diagnosis (log,
+// /health and /metrics, stacks with KVENGINE_E2E_STACKS=1) instead of running into CTest's
+// timeout. A streamed response has no client timeout once its headers arrived.
+const TEST_TIMEOUT_MS = 90000;
+
 let server;
 let client;
+
+function test(name, fn) {
+  nodeTest(name, async (t) => {
+    let timer;
+    const stuck = new Promise((_, reject) => {
+      timer = setTimeout(async () => {
+        reject(new Error(`no result within ${TEST_TIMEOUT_MS} ms; main server:\n` +
+          `${server ? await server.diagnose() : '(not started)'}`));
+      }, TEST_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([fn(t), stuck]);
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+}
 
 before(async () => {
   server = await startServer(['--max-num-seqs', String(MAX_NUM_SEQS),

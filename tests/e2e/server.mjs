@@ -1,5 +1,5 @@
 // Starts `kvengine serve` on a free loopback port for a test file and stops it afterwards.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import net from 'node:net';
 
 export async function freePort() {
@@ -42,6 +42,34 @@ export async function startServer(extraArgs = []) {
   return {
     base,
     log: () => log,
+    // What a stuck test prints: the server's log, whether it still answers /health and
+    // /metrics, and with KVENGINE_E2E_STACKS=1 every thread's stack (gdb).
+    async diagnose() {
+      let out = `server pid ${child.pid} at ${base}, exit code ${child.exitCode}\n`;
+      for (const path of ['/health', '/metrics']) {
+        try {
+          const r = await fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000) });
+          const text = await r.text();
+          out += `GET ${path}: ${r.status}\n`;
+          if (path === '/metrics') {
+            out += text.split('\n').filter((l) => /^kvengine:(kv_blocks|num_requests)/.test(l))
+              .join('\n') + '\n';
+          }
+        } catch (e) {
+          out += `GET ${path}: ${e}\n`;
+        }
+      }
+      if (process.env.KVENGINE_E2E_STACKS === '1' && child.exitCode === null) {
+        try {
+          out += execFileSync('gdb', ['-p', String(child.pid), '-batch', '-ex',
+            'thread apply all bt'], { timeout: 60000, encoding: 'utf8' })
+            .split('\n').filter((l) => /^(#|Thread)/.test(l)).join('\n') + '\n';
+        } catch (e) {
+          out += `gdb: ${e}\n`;
+        }
+      }
+      return `${out}--- server log ---\n${log}`;
+    },
     // SIGTERM, then a bounded wait for the exit: a server that does not stop fails the test with
     // its log (and is killed) instead of hanging it.
     async stop() {
@@ -62,9 +90,16 @@ export async function startServer(extraArgs = []) {
   };
 }
 
-// Reads one metric value (first sample of the name) from /metrics.
+// Reads one metric value (first sample of the name) from /metrics; a server that does not
+// answer within 10 s is an error, not a hang.
 export async function metric(base, name) {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  let text;
+  try {
+    const r = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(10000) });
+    text = await r.text();
+  } catch (e) {
+    throw new Error(`GET ${base}/metrics: ${e}`);
+  }
   for (const line of text.split('\n')) {
     if (line.startsWith(name + ' ') || line.startsWith(name + '{')) {
       return Number(line.slice(line.lastIndexOf(' ') + 1));
