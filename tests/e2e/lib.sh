@@ -1,5 +1,5 @@
 # Helpers shared by the end-to-end shell tests (curl_test.sh, tiers_test.sh), sourced after they
-# set `bin` (the kvengine binary) and `failures=0`.
+# set `bin` (the kvengine binary), `scratch` (an existing directory) and `failures=0`.
 # shellcheck shell=bash
 
 # Fails the test at once when a tool is missing (scripts/install-deps.sh installs them).
@@ -14,8 +14,11 @@ require_tools() {
 
 # Every curl call is bounded: a server that stops answering fails the row that asked (curl exits
 # 28) instead of hanging the test until CTest's timeout. No request of these tests takes more
-# than a few seconds.
-curl() { command curl --max-time "${E2E_CURL_MAX_TIME:-120}" "$@"; }
+# than a few seconds. A config file ($scratch/.curlrc, read through CURL_HOME), not a wrapper
+# function: `curl ... &` of a function is a subshell, and the rows that kill a client by PID
+# would kill the subshell and leave curl connected.
+printf 'max-time = 120\n' >"$scratch/.curlrc"
+export CURL_HOME="$scratch"
 
 ok() { echo "ok   $1"; }
 fail() {
