@@ -75,11 +75,11 @@ inline float RowScale(const uint8_t* scale) { return F16ToF32(quant_internal::Lo
 template <bool kE4M3>
 struct Fp8Row {
   const uint8_t* p;
-  float scale;
-  static Fp8Row Make(const uint8_t* data, const uint8_t* s) { return {data, RowScale(s)}; }
-  VF Load(size_t i) const {
-    return hn::Mul(Fp8ToF32<kE4M3>(LoadU8AsU32(p + i)), hn::Set(DF(), scale));
+  float scale;  // The row's scale times kFp8DecodeFactor (codec_simd-inl.h).
+  static Fp8Row Make(const uint8_t* data, const uint8_t* s) {
+    return {data, RowScale(s) * kFp8DecodeFactor<kE4M3>};
   }
+  VF Load(size_t i) const { return hn::Mul(DecodeFp8Unscaled<kE4M3>(p + i), hn::Set(DF(), scale)); }
 };
 
 struct Int8Row {

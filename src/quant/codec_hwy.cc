@@ -55,7 +55,7 @@ struct Fp8Codec {
   float scale;
   float inv_scale;
   VF Decode(const uint8_t* p) const {
-    return hn::Mul(Fp8ToF32<kE4M3>(LoadU8AsU32(p)), hn::Set(DF(), scale));
+    return hn::Mul(DecodeFp8Unscaled<kE4M3>(p), hn::Set(DF(), scale * kFp8DecodeFactor<kE4M3>));
   }
   void Encode(VF v, uint8_t* p) const {
     StoreU32AsU8(F32ToFp8<kE4M3>(hn::Mul(v, hn::Set(DF(), inv_scale))), p);
