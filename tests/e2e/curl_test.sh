@@ -280,11 +280,13 @@ stop_curl "${pids[0]}"
 [ -z "$problem" ] && [ "$(metric generation_tokens_total)" != "$generated" ] && problem="it decoded before the cancellation"
 finish_row "disconnect during prefill" "$problem"
 
-# A slow reader (256 KB/s) of a stream of about 1 MB, more than the socket buffers hold: the
+# A slow reader (128 KB/s) of a stream of about 1 MB, more than the socket buffers hold: the
 # server's writes wait for it; meanwhile others are served; the slow client still gets all of it
-# intact. (A reader that stops altogether is dropped after the write timeout, 10 s in serve:
+# intact. The reader takes about 8 s: the other request waits for the slow one's two choices to
+# finish generating (both seats), which took over 4 s (the read time at 256 KB/s) once with three
+# e2e tests sharing two cores. (A reader that stops altogether is dropped after the write timeout, 10 s in serve:
 # engine_server_test checks that with a 1 s timeout.)
-curl -sS -N --limit-rate 256k -o "$scratch/slow" -H 'Content-Type: application/json' \
+curl -sS -N --limit-rate 128k -o "$scratch/slow" -H 'Content-Type: application/json' \
   -d '{"prompt": "Slowly", "max_tokens": 1500, "n": 2, "logprobs": 5, "ignore_eos": true, "stream": true}' "$base/v1/completions" &
 slow=$!
 pids+=("$slow")
