@@ -50,3 +50,26 @@ function(kvengine_benchmark name)
     target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark benchmark::benchmark_main)
   endif()
 endfunction()
+
+# kvengine_fuzzer(NAME SOURCES... DEPS ... [LINK ...]): with KVENGINE_FUZZ (clang), the libFuzzer
+# target NAME built from NAME.cc. SOURCES, the code under test, are compiled again into
+# NAME_instrumented with coverage instrumentation so that libFuzzer sees their branches (the
+# normal libraries stay uninstrumented for the other binaries); DEPS are that copy's
+# dependencies, LINK further libraries of the target. scripts/run_fuzzer.sh runs it.
+function(kvengine_fuzzer name)
+  if(NOT KVENGINE_FUZZ)
+    return()
+  endif()
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "KVENGINE_FUZZ needs clang (libFuzzer)")
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LINK" ${ARGN})
+  kvengine_library(${name}_instrumented SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS})
+  target_compile_options(${name}_instrumented PRIVATE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined)
+  add_executable(${name} ${name}.cc)
+  target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS}
+    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(${name} PRIVATE ${name}_instrumented ${ARG_LINK})
+endfunction()

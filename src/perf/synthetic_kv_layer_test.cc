@@ -131,13 +131,9 @@ TEST(SyntheticKvLayerTest, RejectsBadSpecs) {
   EXPECT_FALSE(ParseKvLayout("strided").ok());
 }
 
-TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
+// Options of a quick run: small head dim, footprint and bandwidth buffer, no minimum time.
+AttentionBenchOptions QuickOptions() {
   AttentionBenchOptions o;
-  o.contexts = {64, 200};
-  o.kv_dtypes = {KvDtype::kF16, KvDtype::kInt4};
-  o.threads = {1, 2};
-  o.n_heads = 8;
-  o.num_kv_heads = 2;
   o.head_dim = 64;
   o.min_seconds = 0;
   o.min_iterations = 2;
@@ -145,6 +141,16 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
   o.read_bw.bytes = 4 << 20;
   o.read_bw.min_seconds = 0;
   o.read_bw.min_passes = 1;
+  return o;
+}
+
+TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
+  AttentionBenchOptions o = QuickOptions();
+  o.contexts = {64, 200};
+  o.kv_dtypes = {KvDtype::kF16, KvDtype::kInt4};
+  o.threads = {1, 2};
+  o.n_heads = 8;
+  o.num_kv_heads = 2;
   int64_t last_done = -1, last_total = -1;
   Result<AttentionBenchResult> r = RunAttentionBench(o, [&](int64_t done, int64_t total) {
     last_done = done;
@@ -179,20 +185,13 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
 // Both prefetch levels: one row per level, the default level when none is asked for, and a ratio
 // table of the two.
 TEST(AttentionBenchTest, ComparesPrefetchLevels) {
-  AttentionBenchOptions o;
+  AttentionBenchOptions o = QuickOptions();
   o.contexts = {200};
   o.kv_dtypes = {KvDtype::kInt8};
   o.threads = {1};
   o.layouts = {KvLayout::kPaged};
   o.n_heads = 4;
   o.num_kv_heads = 1;
-  o.head_dim = 64;
-  o.min_seconds = 0;
-  o.min_iterations = 2;
-  o.footprint_bytes = 1 << 20;
-  o.read_bw.bytes = 4 << 20;
-  o.read_bw.min_seconds = 0;
-  o.read_bw.min_passes = 1;
   Result<AttentionBenchResult> r = RunAttentionBench(o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->rows.size(), 1u);
