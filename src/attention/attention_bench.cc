@@ -115,8 +115,11 @@ void Args(benchmark::internal::Benchmark* b) {
     }
     // In-cache (L2/L3) contexts: the kernel's compute ceiling.
     b->Args({dtype, 1, 1, 1, 512, 0});
-    // The second-best kernel (AVX3 where the best is AVX3_VNNI), 1 thread, to compare in-process.
-    for (int64_t contiguous : {0, 1}) b->Args({dtype, 1, contiguous, 1, kContext, 1});
+    // The second- and third-best kernels (AVX3 and AVX2 where the best is AVX3_VNNI), 1 thread,
+    // to compare in-process.
+    for (int64_t kernel : {1, 2}) {
+      for (int64_t contiguous : {0, 1}) b->Args({dtype, 1, contiguous, 1, kContext, kernel});
+    }
   }
 }
 BENCHMARK(BM_DecodeAttention)->Apply(Args)->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -18,11 +18,13 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "attention/attention_kernel.h"
+#include "attention/attention_rows-inl.h"
 #include "attention/attention_vnni.h"
 #include "hwy/highway.h"
 #include "kernels/exp_simd-inl.h"
@@ -48,59 +50,6 @@ constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
 constexpr size_t kPrefetchBytes = 48 << 10;
 constexpr int kMaxPrefetchChunks = 8;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// ------------------------------ row decoders: Load(i) = decoded elements [i, i + Lanes).
-// Same operations as the codecs' element codecs (codec_hwy.cc), hence the same bits, except
-// that rows with a per-row scale (kHasScale: fp8, int8) load their elements unscaled: the score
-// step multiplies each position's dot product by its row's `scale`, and the value step folds it
-// into the position's softmax weight, instead of one multiply per element (for fp8 that was an
-// eighth of the decode's instructions per element, shared by only 4 heads' multiply-adds).
-
-struct F32Row {
-  static constexpr bool kHasScale = false;
-  const uint8_t* p;
-  static F32Row Make(const uint8_t* data, const uint8_t*) { return {data}; }
-  VF Load(size_t i) const { return LoadBytes(DF(), p + 4 * i); }
-};
-
-struct F16Row {
-  static constexpr bool kHasScale = false;
-  const uint8_t* p;
-  static F16Row Make(const uint8_t* data, const uint8_t*) { return {data}; }
-  VF Load(size_t i) const { return DecodeF16(p + 2 * i); }
-};
-
-struct Bf16Row {
-  static constexpr bool kHasScale = false;
-  const uint8_t* p;
-  static Bf16Row Make(const uint8_t* data, const uint8_t*) { return {data}; }
-  VF Load(size_t i) const { return DecodeBf16(p + 2 * i); }
-};
-
-inline float RowScale(const uint8_t* scale) { return F16ToF32(quant_internal::LoadU16(scale)); }
-
-template <bool kE4M3>
-struct Fp8Row {
-  static constexpr bool kHasScale = true;
-  const uint8_t* p;
-  float scale;  // The row's scale times kFp8DecodeFactor (codec_simd-inl.h).
-  static Fp8Row Make(const uint8_t* data, const uint8_t* s) {
-    return {data, RowScale(s) * kFp8DecodeFactor<kE4M3>};
-  }
-  VF Load(size_t i) const { return DecodeFp8Unscaled<kE4M3>(p + i); }
-};
-
-struct Int8Row {
-  static constexpr bool kHasScale = true;
-  const uint8_t* p;
-  float scale;
-  static Int8Row Make(const uint8_t* data, const uint8_t* s) { return {data, RowScale(s)}; }
-  VF Load(size_t i) const {
-    const hn::Rebind<int8_t, DF> d8;
-    return hn::ConvertTo(
-        DF(), hn::PromoteTo(DI32(), hn::LoadU(d8, reinterpret_cast<const int8_t*>(p + i))));
-  }
-};
 
 // ------------------------------ transposed lane sums
 
@@ -152,9 +101,9 @@ using PrefetchList = KvPrefetch;
 // ------------------------------ step 1: scores
 
 // scores[h][t] = (q_h . k_t) for t < n, h < kHeads (rows padded to a multiple of kPosTile by
-// repeating row n - 1); q: [kHeads][q_stride], d a multiple of Lanes.
+// repeating row n - 1); q: [d / Lanes][kHeads][Lanes] (PartialImpl), d a multiple of Lanes.
 template <class Row, int kHeads>
-void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t q_stride, size_t d, float* scores,
+void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t d, float* scores,
              const PrefetchList& pf) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
@@ -175,13 +124,16 @@ void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t q_stride, size
     }
     VF acc[kPadded];
     for (size_t a = 0; a < kPadded; ++a) acc[a] = hn::Zero(df);
-    for (size_t j = 0; j < d; j += lanes) {
-      VF kv[kPosTile];
-      for (int i = 0; i < kPosTile; ++i) kv[i] = r[i].Load(j);
-      for (int h = 0; h < kHeads; ++h) {
-        const VF qv = hn::LoadU(df, q + size_t(h) * q_stride + j);
-        for (int i = 0; i < kPosTile; ++i) {
-          acc[h * kPosTile + i] = hn::MulAdd(kv[i], qv, acc[h * kPosTile + i]);
+    constexpr int kVectors = RowVectors<Row>();
+    for (size_t j = 0; j < d; j += kVectors * lanes) {
+      VF kv[kPosTile][kVectors];
+      for (int i = 0; i < kPosTile; ++i) LoadRowVectors(r[i], j, kv[i]);
+      for (int v = 0; v < kVectors; ++v) {
+        for (int h = 0; h < kHeads; ++h) {
+          const VF qv = hn::LoadU(df, q + ((j / lanes + size_t(v)) * kHeads + size_t(h)) * lanes);
+          for (int i = 0; i < kPosTile; ++i) {
+            acc[h * kPosTile + i] = hn::MulAdd(kv[i][v], qv, acc[h * kPosTile + i]);
+          }
         }
       }
     }
@@ -220,9 +172,12 @@ HWY_INLINE void AccumulateSlices(const Row* r, int n, const float* p, const floa
       a[k][h] = hn::Mul(hn::LoadU(df, acc + size_t(h) * acc_stride + j + size_t(k) * lanes), al);
     }
   }
+  static_assert(kSlices % RowVectors<Row>() == 0);
   for (int t = 0; t < n; ++t) {
     VF v[kSlices];
-    for (int k = 0; k < kSlices; ++k) v[k] = r[t].Load(j + size_t(k) * lanes);
+    for (int k = 0; k < kSlices; k += RowVectors<Row>()) {
+      LoadRowVectors(r[t], j + size_t(k) * lanes, v + k);
+    }
     for (int h = 0; h < kHeads; ++h) {
       float pw = p[h * kChunk + t];
       if constexpr (Row::kHasScale) pw *= r[t].scale;
@@ -249,11 +204,14 @@ void AccumulateT(const KvRowRefs* rows, int n, const float* p, const float* alph
   for (; j + kVSlices * lanes <= d; j += kVSlices * lanes) {
     AccumulateSlices<kVSlices, Row, kHeads>(r, n, p, alpha, j, acc, acc_stride);
   }
-  for (; j < d; j += lanes) AccumulateSlices<1, Row, kHeads>(r, n, p, alpha, j, acc, acc_stride);
+  // The rest (d is a multiple of the row's vectors' span).
+  constexpr int kTail = RowVectors<Row>();
+  for (; j < d; j += kTail * lanes) {
+    AccumulateSlices<kTail, Row, kHeads>(r, n, p, alpha, j, acc, acc_stride);
+  }
 }
 
-using ScoresFn = void (*)(const KvRowRefs*, int, const float*, size_t, size_t, float*,
-                          const PrefetchList&);
+using ScoresFn = void (*)(const KvRowRefs*, int, const float*, size_t, float*, const PrefetchList&);
 using AccumulateFn = void (*)(const KvRowRefs*, int, const float*, const float*, size_t, float*,
                               size_t);
 
@@ -285,14 +243,15 @@ AccumulateFn AccumulateFor(int heads) {
   }
 }
 
-// Calls f.template operator()<Row>() with the fused row decoder of `dtype` (int4 rows are
-// decoded into the f32 tile first, so they use F32Row).
+// Calls f.template operator()<Row>() with the fused row decoder of `dtype` (rows decoded into the
+// f32 tile first pass kF32).
 template <class F>
 auto WithRow(KvDtype dtype, const F& f) {
   switch (dtype) {
     case KvDtype::kF32:
-    case KvDtype::kInt4:
       return f.template operator()<F32Row>();
+    case KvDtype::kInt4:
+      return f.template operator()<Int4Row>();
     case KvDtype::kF16:
       return f.template operator()<F16Row>();
     case KvDtype::kBF16:
@@ -358,15 +317,38 @@ void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, f
 // ------------------------------ the item
 
 struct Scratch {
-  std::vector<float> q;        // [group][dk_pad], zero padded
+  std::vector<float> q;        // group x dk_pad, zero padded, in head tiles (PartialImpl)
   std::vector<int16_t> q16;    // [group][dk] (VNNI path: q quantized per head, attention_vnni.h)
   std::vector<float> q_scale;  // [group] (VNNI path)
   std::vector<float> acc;      // [group][dv_pad]
-  std::vector<float> ktile;    // [kChunk][dk_pad] decoded K (int4 / ragged head dim only)
+  std::vector<float> ktile;    // [kChunk][dk_pad] decoded K (ragged head dims only)
   std::vector<float> vtile;    // [kChunk][dv_pad] decoded V (idem)
+  std::vector<float> kparams;  // Int4Row's group parameters of a chunk's K rows (int4 only)
+  std::vector<float> vparams;  // idem, V
 };
 
 size_t RoundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+// Floats of a chunk's Int4Row parameters for rows of d elements (d / 32 groups, 2 each), with
+// room for DecodeF16Params's last vector.
+size_t Int4ParamsFloats(size_t d) { return size_t(kChunk) * (d / 16) + 16; }
+
+// Decodes the int4 group parameters of rows[0, n) (`groups` per row) into params, row t's at
+// params + t * 2 * groups, and points rows[t].*kField there (Int4Row reads f32 parameters). A
+// run of rows (ItemRowWalker::Next's run_starts) has adjacent scale bytes: one conversion.
+template <const uint8_t* KvRowRefs::*kField>
+void DecodeInt4Params(KvRowRefs* rows, int n, uint64_t run_starts, size_t groups, float* params) {
+  const size_t per_row = 2 * groups;
+  for (int a = 0; a < n;) {
+    const uint64_t later = a + 1 < 64 ? run_starts >> (a + 1) : 0;
+    const int b = later == 0 ? n : std::min(n, a + 1 + std::countr_zero(later));
+    DecodeF16Params(rows[a].*kField, size_t(b - a) * per_row, params + size_t(a) * per_row);
+    for (int t = a; t < b; ++t) {
+      rows[t].*kField = reinterpret_cast<const uint8_t*>(params + size_t(t) * per_row);
+    }
+    a = b;
+  }
+}
 
 // kVnni: int8 K and V through the VNNI steps of attention_vnni.h (AVX3 only; the caller checks
 // CpuHasAvx512Vnni() and Int8VnniApplies(kv)); its accumulators are in Int8VnniElement order.
@@ -378,9 +360,13 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   const size_t dk_pad = RoundUp(dk, lanes), dv_pad = RoundUp(dv, lanes);
   const int group = item.group;
-  // Fused decode when whole vectors cover the row; else decode rows into the f32 tiles.
-  const bool k_tile = kv.k_dtype == KvDtype::kInt4 || dk != dk_pad;
-  const bool v_tile = kv.v_dtype == KvDtype::kInt4 || dv != dv_pad;
+  // Fused decode when whole vectors cover the row (int4: where its groups are 32 elements, a
+  // whole number of Int4Row's blocks); else decode rows into the f32 tiles.
+  static_assert(32 % (2 * kMaxLanes) == 0);
+  const bool k_int4 = kv.k_dtype == KvDtype::kInt4 && dk % 32 == 0;
+  const bool v_int4 = kv.v_dtype == KvDtype::kInt4 && dv % 32 == 0;
+  const bool k_tile = (kv.k_dtype == KvDtype::kInt4 && !k_int4) || dk != dk_pad;
+  const bool v_tile = (kv.v_dtype == KvDtype::kInt4 && !v_int4) || dv != dv_pad;
 
   thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
   Scratch& sc = scratch;
@@ -388,8 +374,19 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   sc.acc.assign(size_t(group) * dv_pad, 0.0f);
   if (k_tile) sc.ktile.assign(size_t(kChunk) * dk_pad, 0.0f);
   if (v_tile) sc.vtile.assign(size_t(kChunk) * dv_pad, 0.0f);
+  if (k_int4) sc.kparams.resize(Int4ParamsFloats(dk));
+  if (v_int4) sc.vparams.resize(Int4ParamsFloats(dv));
+  // q in the score step's layout: per head tile of up to kMaxHeads heads (h0 = 0, 4, ..),
+  // [dk_pad / lanes][heads][lanes] at h0 * dk_pad (one pointer and constant offsets reach every
+  // head's slice), elements in the K row decoder's order (Int4Row's for fused int4).
   for (int g = 0; g < group; ++g) {
-    std::memcpy(sc.q.data() + size_t(g) * dk_pad, item.q + size_t(g) * dk, dk * sizeof(float));
+    const int h0 = g / kMaxHeads * kMaxHeads, heads = std::min(kMaxHeads, group - h0);
+    const float* src = item.q + size_t(g) * dk;
+    float* tile = sc.q.data() + size_t(h0) * dk_pad + size_t(g - h0) * lanes;
+    for (size_t i = 0; i < dk; ++i) {
+      tile[(i / lanes * size_t(heads)) * lanes + i % lanes] =
+          src[k_int4 ? Int4RowElement(i, lanes) : i];
+    }
   }
   if constexpr (kVnni) {
     sc.q16.resize(size_t(group) * dk);
@@ -455,6 +452,14 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       pf.rows = row_bufs[later];
       pf.n = row_counts[later];
     }
+    if (k_int4) {
+      DecodeInt4Params<&KvRowRefs::k_scale>(rows, n, run_starts[chunk % ring], dk / 32,
+                                            sc.kparams.data());
+    }
+    if (v_int4) {
+      DecodeInt4Params<&KvRowRefs::v_scale>(rows, n, run_starts[chunk % ring], dv / 32,
+                                            sc.vparams.data());
+    }
     for (int t = 0; t < n; ++t) {  // Tiles: decode, then point the rows at the f32 copies.
       if (k_tile) {
         float* dst = sc.ktile.data() + size_t(t) * dk_pad;
@@ -477,8 +482,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
         Int8ScoresVnni(rows, n, run_starts[chunk % ring], sc.q16.data() + size_t(h0) * dk,
                        sc.q_scale.data() + h0, heads, dk, scores, pf_scores);
       } else {
-        scores_fn[heads - 1](rows, n, sc.q.data() + size_t(h0) * dk_pad, dk_pad, dk_pad, scores,
-                             pf_scores);
+        scores_fn[heads - 1](rows, n, sc.q.data() + size_t(h0) * dk_pad, dk_pad, scores, pf_scores);
       }
       SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
       if constexpr (kVnni) {
@@ -494,6 +498,8 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
     const float* src = sc.acc.data() + size_t(g) * dv_pad;
     if constexpr (kVnni) {
       for (size_t i = 0; i < dv; ++i) acc[size_t(g) * dv + Int8VnniElement(i)] = src[i];
+    } else if (v_int4) {
+      for (size_t i = 0; i < dv; ++i) acc[size_t(g) * dv + Int4RowElement(i, lanes)] = src[i];
     } else {
       std::memcpy(acc + size_t(g) * dv, src, dv * sizeof(float));
     }

@@ -8,8 +8,10 @@
 #include <bit>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention/attention_kernel.h"
@@ -44,18 +46,22 @@ struct Config {
   int n_heads, n_kv, head_dim, block_size;
   int64_t tokens;
   int window = 0, sinks = 0;
+  std::optional<KvDtype> v_dtype = std::nullopt;  // V's dtype where it differs from K's (`dtype`).
 };
 
 std::string Describe(const Config& c) {
-  return std::string(KvDtypeName(c.dtype)) + " H=" + std::to_string(c.n_heads) +
-         " Hkv=" + std::to_string(c.n_kv) + " d=" + std::to_string(c.head_dim) +
-         " B=" + std::to_string(c.block_size) + " T=" + std::to_string(c.tokens) +
-         " W=" + std::to_string(c.window) + " S=" + std::to_string(c.sinks);
+  return std::string(KvDtypeName(c.dtype)) +
+         (c.v_dtype ? "/" + std::string(KvDtypeName(*c.v_dtype)) : std::string()) +
+         " H=" + std::to_string(c.n_heads) + " Hkv=" + std::to_string(c.n_kv) +
+         " d=" + std::to_string(c.head_dim) + " B=" + std::to_string(c.block_size) +
+         " T=" + std::to_string(c.tokens) + " W=" + std::to_string(c.window) +
+         " S=" + std::to_string(c.sinks);
 }
 
 KvShape ShapeOf(const Config& c) {
   KvShape s;
-  s.k_dtype = s.v_dtype = c.dtype;
+  s.k_dtype = c.dtype;
+  s.v_dtype = c.v_dtype.value_or(c.dtype);
   s.num_kv_heads = c.n_kv;
   s.head_dim_k = s.head_dim_v = c.head_dim;
   s.block_size = c.block_size;
@@ -114,7 +120,7 @@ void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, 
   }
   for (const AttentionKernels& k : targets) {
     const std::vector<float> got = RunBatch(k, kv, c, q, nullptr);
-    const bool vnni = IsVnniInt8(k, c.dtype);
+    const bool vnni = IsVnniInt8(k, c.dtype) && c.v_dtype.value_or(c.dtype) == c.dtype;
     const float target_tol = vnni ? kVnniInt8VsReferenceTolerance * MaxAbs(kv.v) : tol;
     for (size_t j = 0; j < got.size(); ++j) {
       const float err = std::fabs(got[j] - want[j]);
@@ -141,6 +147,22 @@ TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
     CheckConfig(targets, {d, 6, 1, 80, 256, 300}, &worst);  // Group 6: head tiles of 4 + 2.
   }
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
+}
+
+// K and V in different dtypes: each of the fused int4 decoder's element orders (q permuted for
+// the scores, the value accumulators un-permuted) on its own, and the tile paths beside fused
+// ones.
+TEST(AttentionKernelTest, MixedKAndVDtypes) {
+  const std::vector<AttentionKernels> targets = AvailableAttentionKernels();
+  float worst = 0;
+  for (const auto& [k, v] :
+       {std::pair{KvDtype::kInt4, KvDtype::kF16}, std::pair{KvDtype::kF16, KvDtype::kInt4},
+        std::pair{KvDtype::kInt8, KvDtype::kInt4}, std::pair{KvDtype::kInt4, KvDtype::kFp8E4M3}}) {
+    CheckConfig(targets, {k, 8, 2, 128, 16, 97, 0, 0, v}, &worst);
+    CheckConfig(targets, {k, 6, 1, 96, 32, 150, 0, 0, v}, &worst);  // 3 int4 groups per row.
+    CheckConfig(targets, {k, 4, 2, 40, 16, 50, 0, 0, v}, &worst);   // int4 through the tiles.
+  }
+  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
 }
 
 TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
