@@ -1,16 +1,17 @@
 // The SIMD item kernel of decode attention (attention_kernel.h), compiled once per Highway target.
 //
 // Per chunk of up to kAttentionChunk positions and per tile of up to 4 query heads of the group:
-//   1. Scores: K rows in micro-tiles of kPosTile positions; for each vector-wide slice of head_dim,
-//      decode the slice of each row once (registers) and multiply-add it into one accumulator per
+//   1. Scores: K rows in micro-tiles of kPosTile positions; for each vector-wide slice of head_dim
+//      (two for int4), decode the slice of each row once (registers; the row decoders of
+//      attention_rows-inl.h) and multiply-add it into one accumulator per
 //      (head, position) -- kHeads x kPosTile independent chains. The accumulators' lanes are then
 //      summed by a transposed reduction tree (TransposeSum: Lanes(d) accumulators -> one vector
 //      whose lane i is the sum of accumulator i), so there is no horizontal sum per dot product.
 //   2. Online softmax per head on the chunk's scores: new max, p = e^(s - m) (vector Exp from
 //      kernels/exp_simd-inl.h), l = l * alpha + sum p with alpha = e^(m_old - m_new).
-//   3. Values: for each pair of vector-wide slices of head_dim_v, the heads' accumulators are
+//   3. Values: for each kVSlices vector-wide slices of head_dim_v, the heads' accumulators are
 //      loaded once, scaled by alpha, and every V row of the chunk is decoded once and
-//      multiply-added into all of them (2 x heads independent chains), then stored back.
+//      multiply-added into all of them (kVSlices x heads independent chains), then stored back.
 // K rows of a chunk (64 x 256 bytes for f16, d = 128) stay in L1 between head tiles, so a group
 // of more than 4 heads decodes them again but reads memory once.
 #undef HWY_TARGET_INCLUDE

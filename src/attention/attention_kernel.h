@@ -7,11 +7,12 @@
 // chunks of up to kAttentionChunk positions: per chunk it reads each K row once (scores for every
 // head of the group), updates the online softmax (running max m and sum l per head, rescaling the
 // accumulator by e^(m_old - m_new)), and reads each V row once (acc += p * v for every head).
-// Dequantization happens inside those loops, in registers, with the codecs' decoders (bit-identical
-// decoded values; a per-row scale, fp8's and int8's, multiplies the position's dot product and
-// softmax weight instead of each element); int4 rows and head dims that are not a multiple of the
-// vector length are first decoded into a small f32 tile (kvengine::DecodeRow, also bit-identical)
-// and then go the same way.
+// Dequantization happens inside those loops, in registers, with the row decoders of
+// attention_rows-inl.h (bit-identical decoded values; a per-row scale, fp8's and int8's,
+// multiplies the position's dot product and softmax weight instead of each element; int4 rows come
+// out in an even/odd element order that q and the value accumulators follow); int4 rows whose
+// groups are not 32 elements and head dims that are not a multiple of the vector length are first
+// decoded into a small f32 tile (kvengine::DecodeRow, also bit-identical) and then go the same way.
 //
 // The partial state it leaves, per item (floats, `group` heads, dv = head_dim_v):
 //   m   [group]        max over the item's positions of q.k * scale
