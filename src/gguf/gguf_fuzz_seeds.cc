@@ -3,9 +3,11 @@
 // types, shapes and alignments, and a file without tensors.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/seed_corpus.h"
 #include "gguf/gguf_encoding.h"
 #include "gguf/gguf_writer.h"
 
@@ -94,13 +96,8 @@ Status Empty(GgufWriter&) { return Status::Ok(); }
 
 int main(int argc, char** argv) {
   using namespace kvengine;  // NOLINT: a small tool's main.
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s OUTPUT_DIR\n", argv[0]);
-    return 2;
-  }
-  std::string dir = argv[1];
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  const std::optional<std::filesystem::path> dir = SeedCorpusDir(argc, argv);
+  if (!dir) return 2;
   struct Seed {
     const char* name;
     Status (*build)(GgufWriter&);
@@ -113,13 +110,13 @@ int main(int argc, char** argv) {
   for (const Seed& seed : seeds) {
     GgufWriter writer;
     Status status = seed.build(writer);
-    std::string path = dir + "/" + seed.name + ".gguf";
+    const std::string path = *dir / (std::string(seed.name) + ".gguf");
     if (status.ok()) status = writer.WriteToFile(path);
     if (!status.ok()) {
       std::fprintf(stderr, "%s: %s\n", path.c_str(), status.ToString().c_str());
       return 1;
     }
   }
-  std::printf("wrote %zu seeds to %s\n", std::size(seeds), dir.c_str());
+  std::printf("wrote %zu seeds to %s\n", std::size(seeds), dir->c_str());
   return 0;
 }

@@ -1,18 +1,17 @@
 // request_fuzz_seeds DIR: writes the seed corpus of request_fuzz into DIR: valid completions and
 // chat bodies that between them use every accepted field, each behind the fuzzer's first byte
 // (bit 0: chat; bit 1: tiny limits).
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/seed_corpus.h"
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
-    return 2;
-  }
+  const std::optional<std::filesystem::path> dir = kvengine::SeedCorpusDir(argc, argv);
+  if (!dir) return 2;
   const std::vector<std::pair<char, std::string>> seeds = {
       {0, R"({"model": "m", "prompt": "Hello", "max_tokens": 8})"},
       {0, R"({"prompt": [1, 2, 3], "temperature": 0, "seed": 7, "n": 2, "logprobs": 3})"},
@@ -30,17 +29,7 @@ int main(int argc, char** argv) {
       {2, R"({"prompt": "p", "n": 3, "stop": ["abcdef"], "logprobs": 5, "cache_salt": "long"})"},
       {3, R"({"messages": [{"role": "user", "content": "q"}], "top_logprobs": 9})"},
   };
-  const std::filesystem::path dir(argv[1]);
-  std::filesystem::create_directories(dir);
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    std::ofstream out(dir / ("seed_" + std::to_string(i)), std::ios::binary);
-    out.put(seeds[i].first);
-    out << seeds[i].second;
-    if (!out) {
-      std::fprintf(stderr, "cannot write %s\n", (dir / ("seed_" + std::to_string(i))).c_str());
-      return 1;
-    }
-  }
-  std::printf("wrote %zu seeds to %s\n", seeds.size(), argv[1]);
-  return 0;
+  std::vector<std::string> bytes;
+  for (const auto& [first, body] : seeds) bytes.push_back(char(first) + std::string(body));
+  return kvengine::WriteSeedCorpus(*dir, bytes);
 }

@@ -1,12 +1,12 @@
 // vocab_fuzz_seeds DIR: writes the seed corpus of vocab_fuzz (vocab_fuzz_format.h) into DIR: a
 // SentencePiece vocabulary with byte tokens (the synthetic models' own), a byte-level BPE one
 // with merges for each pre-tokenizer, and special tokens in the texts.
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "base/seed_corpus.h"
 #include "synth/synthetic_vocab.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/vocab_fuzz_format.h"
@@ -66,10 +66,8 @@ Input Bpe(uint8_t flags, std::string text) {
 
 int main(int argc, char** argv) {
   using namespace kvengine;  // NOLINT: a tool's main.
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
-    return 2;
-  }
+  const std::optional<std::filesystem::path> dir = SeedCorpusDir(argc, argv);
+  if (!dir) return 2;
   const std::string text = "Hello world, h\xC3\xA9llo \xE4\xB8\x96\xE7\x95\x8C 12345!\n\tend";
   const std::vector<vocab_fuzz::Input> seeds = {
       Spm(0x02 | 0x08 | 0x40 | 0x80, text),
@@ -78,17 +76,7 @@ int main(int argc, char** argv) {
       Bpe(0x01 | 0x20, text + "<|im_end|>"),
       Bpe(0x01 | 0x30 | 0x02, "  hello\n\nworld 's 'll 123456"),
   };
-  const std::filesystem::path dir(argv[1]);
-  std::filesystem::create_directories(dir);
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const std::filesystem::path path = dir / ("seed_" + std::to_string(i));
-    std::ofstream out(path, std::ios::binary);
-    out << vocab_fuzz::Encode(seeds[i]);
-    if (!out) {
-      std::fprintf(stderr, "cannot write %s\n", path.c_str());
-      return 1;
-    }
-  }
-  std::printf("wrote %zu seeds to %s\n", seeds.size(), argv[1]);
-  return 0;
+  std::vector<std::string> bytes;
+  for (const vocab_fuzz::Input& seed : seeds) bytes.push_back(vocab_fuzz::Encode(seed));
+  return WriteSeedCorpus(*dir, bytes);
 }
