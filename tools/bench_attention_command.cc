@@ -4,6 +4,7 @@
 // measured in the same run (src/perf does the work; docs/bench-attention.md explains the figures).
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 #include "bench_flags.h"
@@ -23,6 +24,7 @@ struct BenchAttentionFlags {
   std::vector<std::string> prefetch = {"auto"};
   std::string footprint = "192MiB";
   std::string read_bw_size = "256MiB";
+  std::string svg_path;
   bool json = false;
 };
 
@@ -64,6 +66,11 @@ int RunBenchAttention(BenchAttentionFlags& f) {
   if (o.n_heads % o.num_kv_heads != 0) {
     return Fail(InvalidArgument("--heads must be a multiple of --kv-heads"));
   }
+  std::ofstream svg;  // Opened first: a bad path fails before the sweep, not after.
+  if (!f.svg_path.empty()) {
+    svg.open(f.svg_path);
+    if (!svg) return Fail(Unavailable("cannot write " + f.svg_path));
+  }
   ProgressBar bar("bench attention");
   Result<AttentionBenchResult> r =
       RunAttentionBench(o, [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
@@ -72,6 +79,11 @@ int RunBenchAttention(BenchAttentionFlags& f) {
   const std::string out =
       f.json ? FormatAttentionBenchJson(*r) + "\n" : FormatAttentionBenchText(*r);
   std::fputs(out.c_str(), stdout);
+  if (svg.is_open()) {
+    svg << FormatAttentionBenchSvg(*r);
+    svg.close();
+    if (!svg) return Fail(Unavailable("cannot write " + f.svg_path));
+  }
   return 0;
 }
 
@@ -122,6 +134,10 @@ void RegisterBenchAttention(CLI::App* bench, int* exit_code) {
                   "Buffer of the read-bandwidth measurement (far beyond the last-level cache)")
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "Print a JSON array of rows on stdout");
+  cmd->add_option(
+      "--svg", f->svg_path,
+      "Also write a chart (each dtype's fraction of the read bandwidth per context, layout and "
+      "thread count) to this SVG file");
   cmd->callback([f, exit_code] { *exit_code = RunBenchAttention(*f); });
 }
 

@@ -64,6 +64,16 @@ case "$what" in
     else
       fail "attention_text: $text"
     fi
+    svg="$scratch/attention.svg"
+    if "$bin" bench attention "${small[@]}" --svg "$svg" > /dev/null &&
+       head -c 4 "$svg" | grep -q "<svg" && tail -1 "$svg" | grep -q "</svg>" &&
+       [ "$(grep -c "<title>" "$svg")" -eq 12 ]; then  # 8 rows, then int8's 4 over f16.
+      pass attention_svg
+    else
+      fail "attention_svg: $(head -c 300 "$svg" 2>&1)"
+    fi
+    check_error attention_svg_unwritable "cannot write" -- "$bin" bench attention "${small[@]}" \
+      --svg "$scratch/no/such/dir/a.svg"
     check_error attention_bad_dtype "kv-dtypes" -- "$bin" bench attention --kv-dtypes int7
     check_error attention_bad_layout "layouts" -- "$bin" bench attention --layouts strided
     check_error attention_bad_context "contexts" -- "$bin" bench attention --contexts 0

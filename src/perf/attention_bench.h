@@ -96,5 +96,8 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& opti
 std::string FormatAttentionBenchText(const AttentionBenchResult& r);
 // A JSON array of rows (attention_bench_format.cc lists the fields).
 std::string FormatAttentionBenchJson(const AttentionBenchResult& r);
+// A self-contained SVG chart (attention_bench_svg.cc): per layout and thread count, each dtype's
+// fraction of the read bandwidth per context, with the 0.75 goal marked.
+std::string FormatAttentionBenchSvg(const AttentionBenchResult& r);
 
 }  // namespace kvengine

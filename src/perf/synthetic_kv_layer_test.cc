@@ -182,6 +182,78 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
   EXPECT_NE(FormatAttentionBenchJson(*r).find("\"fraction_of_read_bw\""), std::string::npos);
 }
 
+size_t Count(const std::string& s, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
+// A result without running anything: f16 and int8 at two contexts, two thread counts, both
+// layouts, at prefetch level kL1 (plus one kL2 row, which the chart leaves out).
+AttentionBenchResult FakeResult() {
+  AttentionBenchResult r;
+  r.options.contexts = {1024, 4096};
+  r.options.kv_dtypes = {KvDtype::kF16, KvDtype::kInt8};
+  r.options.threads = {1, 2};
+  r.read_bw_gb_per_s = {{1, 30.0}, {2, 60.0}};
+  r.fma_peak_gmacs = {60.0, 120.0};
+  r.prefetch_levels = {KvPrefetchLevel::kL1};
+  for (KvDtype d : r.options.kv_dtypes) {
+    for (int64_t c : r.options.contexts) {
+      for (int t : r.options.threads) {
+        for (KvLayout l : r.options.layouts) {
+          AttentionBenchRow row;
+          row.kv_dtype = d;
+          row.context = c;
+          row.threads = t;
+          row.layout = l;
+          row.prefetch = KvPrefetchLevel::kL1;
+          row.tokens_per_s = d == KvDtype::kF16 ? 100.0 : 150.0;
+          row.read_bw_gb_per_s = 30.0 * t;
+          row.fraction_of_read_bw = d == KvDtype::kF16 ? 0.5 : 0.375;
+          row.kv_gb_per_s = row.fraction_of_read_bw * row.read_bw_gb_per_s;
+          r.rows.push_back(row);
+        }
+      }
+    }
+  }
+  AttentionBenchRow other = r.rows[0];
+  other.prefetch = KvPrefetchLevel::kL2;
+  other.fraction_of_read_bw = 3.0;  // Would raise the axis if it were drawn.
+  r.rows.push_back(other);
+  return r;
+}
+
+TEST(AttentionBenchTest, SvgDrawsFractionsAndSpeedUps) {
+  const AttentionBenchResult r = FakeResult();
+  const std::string svg = FormatAttentionBenchSvg(r);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
+  // A bar per kL1 row in the fractions, a bar per int8 row in the speed-ups.
+  EXPECT_EQ(Count(svg, "<title>"), 16u + 8u);
+  EXPECT_EQ(Count(svg, ">0.50<"), 8u);   // f16's fraction on its bars.
+  EXPECT_EQ(Count(svg, ">0.38<"), 8u);   // int8's.
+  EXPECT_EQ(Count(svg, ">1.50x<"), 8u);  // int8 over f16.
+  // The goal line in the legend and in each of the 4 fraction panels; the memory-bound tick in
+  // the legend and on each int8 bar; the axis stays at 1 (the kL2 row is not drawn).
+  EXPECT_EQ(Count(svg, "stroke-dasharray"), 1u + 4u);
+  EXPECT_EQ(Count(svg, "stroke-width=\"2\""), 1u + 8u);
+  EXPECT_EQ(svg.find(">3<"), std::string::npos);
+  EXPECT_NE(svg.find("int8, 4096 tokens, contiguous, 2 threads: 1.50x; 150.0 tokens/s, KV"),
+            std::string::npos);  // A tooltip.
+}
+
+TEST(AttentionBenchTest, SvgWithoutF16HasNoSpeedUps) {
+  AttentionBenchResult r = FakeResult();
+  std::erase_if(r.rows, [](const AttentionBenchRow& row) { return row.kv_dtype == KvDtype::kF16; });
+  r.options.kv_dtypes = {KvDtype::kInt8};
+  const std::string svg = FormatAttentionBenchSvg(r);
+  EXPECT_EQ(Count(svg, "<title>"), 8u);
+  EXPECT_EQ(svg.find("over f16"), std::string::npos);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+}
+
 // Both prefetch levels: one row per level, the default level when none is asked for, and a ratio
 // table of the two.
 TEST(AttentionBenchTest, ComparesPrefetchLevels) {
