@@ -62,6 +62,15 @@ std::string SvgLine(double x1, double y1, double x2, double y2, std::string_view
          std::string(extra) + "/>\n";
 }
 
+std::string SvgRect(double x, double y, double width, double height, std::string_view fill,
+                    std::string_view title) {
+  std::string s = "<rect x=\"" + SvgNum(x) + "\" y=\"" + SvgNum(y) + "\" width=\"" +
+                  SvgNum(std::max(0.0, width)) + "\" height=\"" + SvgNum(std::max(0.0, height)) +
+                  "\" fill=\"" + std::string(fill) + "\"";
+  if (title.empty()) return s + "/>\n";
+  return s + "><title>" + XmlEscape(title) + "</title></rect>\n";
+}
+
 std::string SvgOpen(double width, double height) {
   return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + SvgNum(width) + "\" height=\"" +
          SvgNum(height) + "\" viewBox=\"0 0 " + SvgNum(width) + " " + SvgNum(height) +

@@ -30,6 +30,11 @@ std::string SvgText(double x, double y, std::string_view anchor, int size, std::
 std::string SvgLine(double x1, double y1, double x2, double y2, std::string_view stroke,
                     std::string_view extra = "");
 
+// <rect .../>\n filled with `fill` (negative sizes drawn as 0); a non-empty `title` becomes its
+// tooltip (escaped).
+std::string SvgRect(double x, double y, double width, double height, std::string_view fill,
+                    std::string_view title = "");
+
 // The opening <svg> element of a width x height canvas with a white background.
 std::string SvgOpen(double width, double height);
 

@@ -14,6 +14,11 @@ TEST(SvgTest, NumbersAndEscapes) {
             "</text>\n");
   EXPECT_EQ(SvgLine(0, 1, 2, 3, "#333"),
             "<line x1=\"0.0\" y1=\"1.0\" x2=\"2.0\" y2=\"3.0\" stroke=\"#333\"/>\n");
+  EXPECT_EQ(SvgRect(1, 2, 3, -4, "#fff"),
+            "<rect x=\"1.0\" y=\"2.0\" width=\"3.0\" height=\"0.0\" fill=\"#fff\"/>\n");
+  EXPECT_EQ(SvgRect(0, 0, 1, 1, "red", "a<b"),
+            "<rect x=\"0.0\" y=\"0.0\" width=\"1.0\" height=\"1.0\" fill=\"red\"><title>a&lt;b"
+            "</title></rect>\n");
   EXPECT_EQ(SvgOpen(10, 20).rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10.0\"", 0),
             0u);
 }

@@ -41,14 +41,6 @@ std::string ContextLabel(int64_t c) {
   return fmt::format("{}", c);
 }
 
-std::string Rect(double x, double y, double w, double h, const std::string& fill,
-                 const std::string& inner = "") {
-  std::string s = "<rect x=\"" + SvgNum(x) + "\" y=\"" + SvgNum(y) + "\" width=\"" +
-                  SvgNum(std::max(0.0, w)) + "\" height=\"" + SvgNum(std::max(0.0, h)) +
-                  "\" fill=\"" + fill + "\"";
-  return inner.empty() ? s + "/>\n" : s + ">" + inner + "</rect>\n";
-}
-
 // K or V bytes of one row, data and scales.
 double RowBytes(KvDtype d, int head_dim) {
   const RowFormat f = RowFormatOf(d, head_dim);
@@ -130,8 +122,8 @@ std::string DrawSection(const AttentionBenchResult& r,
               KvDtypeName(row.kv_dtype), context, KvLayoutName(layout), threads,
               threads == 1 ? "" : "s", sec.label(row), row.tokens_per_s, row.kv_gb_per_s,
               row.fraction_of_read_bw);
-          s += Rect(x + 1, y, bar_w - 2, base_y - y, kPalette[colour % std::size(kPalette)],
-                    "<title>" + XmlEscape(tip) + "</title>");
+          s +=
+              SvgRect(x + 1, y, bar_w - 2, base_y - y, kPalette[colour % std::size(kPalette)], tip);
           s += SvgText(x + bar_w / 2, y - 3, "middle", 8, sec.label(row));
           if (sec.tick) {
             const double k = sec.tick(row);
@@ -203,7 +195,7 @@ std::string FormatAttentionBenchSvg(const AttentionBenchResult& r) {
   // Legend: one swatch per dtype, the goal line, the memory-bound tick.
   double lx = kLeft;
   for (size_t d = 0; d < o.kv_dtypes.size(); ++d) {
-    s += Rect(lx, 56, 12, 12, kPalette[d % std::size(kPalette)]);
+    s += SvgRect(lx, 56, 12, 12, kPalette[d % std::size(kPalette)]);
     const std::string name(KvDtypeName(o.kv_dtypes[d]));
     s += SvgText(lx + 16, 66.5, "start", 12, name);
     lx += 30 + 7.5 * double(name.size());

@@ -67,8 +67,7 @@ std::string FormatKvBenchSvg(const std::vector<KvBenchRow>& rows, const KvBenchO
   double lx = kLeft;
   for (size_t p = 0; p < policies.size(); ++p) {
     const char* colour = kPalette[p % std::size(kPalette)];
-    s += "<rect x=\"" + SvgNum(lx) + "\" y=\"52\" width=\"12\" height=\"12\" fill=\"" + colour +
-         "\"/>\n";
+    s += SvgRect(lx, 52, 12, 12, colour);
     s += SvgText(lx + 16, 62.5, "start", 12, policies[p]);
     lx += 28 + 7.5 * static_cast<double>(policies[p].size());
   }
@@ -100,11 +99,10 @@ std::string FormatKvBenchSvg(const std::vector<KvBenchRow>& rows, const KvBenchO
       const double v = static_cast<double>(r.peak_concurrent_sequences);
       const double x = x0 + bar_w * static_cast<double>(p);
       const double y = y_of(v);
-      s += "<rect x=\"" + SvgNum(x + 2) + "\" y=\"" + SvgNum(y) + "\" width=\"" +
-           SvgNum(std::max(1.0, bar_w - 4)) + "\" height=\"" + SvgNum(base_y - y) + "\" fill=\"" +
-           kPalette[p % std::size(kPalette)] + "\"><title>" +
-           XmlEscape(r.workload + " / " + r.policy) + ": " +
-           std::to_string(r.peak_concurrent_sequences) + " sequences</title></rect>\n";
+      s +=
+          SvgRect(x + 2, y, std::max(1.0, bar_w - 4), base_y - y, kPalette[p % std::size(kPalette)],
+                  r.workload + " / " + r.policy + ": " +
+                      std::to_string(r.peak_concurrent_sequences) + " sequences");
       s += SvgText(x + bar_w / 2, y - 4, "middle", 11, std::to_string(r.peak_concurrent_sequences));
       // The mean while requests waited, as a dark tick across the bar.
       const double ym = y_of(r.mean_concurrent_sequences);
