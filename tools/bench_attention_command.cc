@@ -4,7 +4,6 @@
 // measured in the same run (src/perf does the work; docs/bench-attention.md explains the figures).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "bench_flags.h"
@@ -66,10 +65,8 @@ int RunBenchAttention(BenchAttentionFlags& f) {
   if (o.n_heads % o.num_kv_heads != 0) {
     return Fail(InvalidArgument("--heads must be a multiple of --kv-heads"));
   }
-  std::ofstream svg;  // Opened first: a bad path fails before the sweep, not after.
-  if (!f.svg_path.empty()) {
-    svg.open(f.svg_path);
-    if (!svg) return Fail(Unavailable("cannot write " + f.svg_path));
+  if (!f.svg_path.empty()) {  // Before the sweep: a bad path fails at once.
+    if (Status s = CheckWritable(f.svg_path, "--svg"); !s.ok()) return Fail(s);
   }
   ProgressBar bar("bench attention");
   Result<AttentionBenchResult> r =
@@ -79,10 +76,8 @@ int RunBenchAttention(BenchAttentionFlags& f) {
   const std::string out =
       f.json ? FormatAttentionBenchJson(*r) + "\n" : FormatAttentionBenchText(*r);
   std::fputs(out.c_str(), stdout);
-  if (svg.is_open()) {
-    svg << FormatAttentionBenchSvg(*r);
-    svg.close();
-    if (!svg) return Fail(Unavailable("cannot write " + f.svg_path));
+  if (!f.svg_path.empty()) {
+    if (Status s = WriteTextFile(f.svg_path, FormatAttentionBenchSvg(*r)); !s.ok()) return Fail(s);
   }
   return 0;
 }

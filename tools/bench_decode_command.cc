@@ -26,6 +26,7 @@ struct BenchDecodeFlags {
   std::vector<std::string> batches = {"1", "4", "16"};
   std::string read_bw_size = "256MiB";
   std::string isa;
+  std::string svg_path;
 };
 
 int RunBenchDecode(BenchDecodeFlags& f) {
@@ -55,6 +56,9 @@ int RunBenchDecode(BenchDecodeFlags& f) {
   if (!mf.ok()) return Fail(mf.status());
   Result<std::unique_ptr<Model>> model = LoadModel(mf->file, f.common.model);
   if (!model.ok()) return Fail(model.status());
+  if (!f.svg_path.empty()) {  // Before the run: a bad path fails at once.
+    if (Status s = CheckWritable(f.svg_path, "--svg"); !s.ok()) return Fail(s);
+  }
   ThreadPool pool(f.threads > 0 ? f.threads : ThreadPool::DefaultThreadCount());
   ProgressBar bar("bench decode");
   Result<DecodeBenchResult> r =
@@ -67,6 +71,9 @@ int RunBenchDecode(BenchDecodeFlags& f) {
                               : FormatDecodeBenchText(*r) + "kernels: " + ActiveKernelTarget() +
                                     (mf->synthetic ? "; synthetic model (random weights)\n" : "\n");
   std::fputs(out.c_str(), stdout);
+  if (!f.svg_path.empty()) {
+    if (Status s = WriteTextFile(f.svg_path, FormatDecodeBenchSvg(*r)); !s.ok()) return Fail(s);
+  }
   return 0;
 }
 
@@ -122,6 +129,9 @@ void RegisterBenchDecode(CLI::App* bench, int* exit_code) {
       ->envname("KVENGINE_ISA");
   AddMmapFlag(cmd, &f->common);
   cmd->add_flag("--json", f->common.json, "Print a JSON array of rows on stdout");
+  cmd->add_option("--svg", f->svg_path,
+                  "Also write a bar chart (decode tokens/s by depth and batch, prefill tokens/s, "
+                  "per KV dtype) to this SVG file");
   cmd->callback([f, exit_code] { *exit_code = RunBenchDecode(*f); });
 }
 

@@ -1,5 +1,9 @@
 #include "bench_flags.h"
 
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
 #include "base/size_parse.h"
 
 namespace kvengine::cli {
@@ -36,6 +40,25 @@ Result<uint64_t> ParseBufferSize(const std::string& text, const std::string& fla
     return OutOfRange(flag + ": " + text + " must be 1MiB..1TiB");
   }
   return *n;
+}
+
+Status CheckWritable(const std::string& path, const std::string& flag) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  {
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) return Unavailable(flag + ": cannot write " + path);
+  }
+  if (!existed) std::filesystem::remove(path, ec);
+  return Status::Ok();
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Unavailable("cannot write " + path);
+  return Status::Ok();
 }
 
 }  // namespace kvengine::cli

@@ -1,6 +1,6 @@
 // Flag values the `bench attention` and `bench decode` sweeps share: comma-separated lists of
-// KV dtypes ("f16,int8"), token counts ("1k,32k,512") and byte sizes, parsed once at the edge.
-// Errors name the flag.
+// KV dtypes ("f16,int8"), token counts ("1k,32k,512") and byte sizes, parsed once at the edge,
+// and the chart file they write. Errors name the flag.
 #pragma once
 
 #include <cstdint>
@@ -19,5 +19,11 @@ Result<std::vector<int64_t>> ParseTokenCountList(const std::vector<std::string>&
                                                  const std::string& flag, int64_t min);
 // A byte size >= 1 MiB ("256MiB").
 Result<uint64_t> ParseBufferSize(const std::string& text, const std::string& flag);
+
+// Whether `path` can be written, checked before a long sweep: opened for appending (an existing
+// file keeps its bytes; one created for the check is removed again).
+Status CheckWritable(const std::string& path, const std::string& flag);
+// Replaces `path`'s contents with `text`.
+Status WriteTextFile(const std::string& path, const std::string& text);
 
 }  // namespace kvengine::cli

@@ -109,6 +109,21 @@ case "$what" in
     else
       fail "decode_text: $text"
     fi
+    svg="$scratch/decode.svg"
+    if "$bin" bench decode "${small[@]}" --kv-dtypes int8 --svg "$svg" > /dev/null &&
+       head -c 4 "$svg" | grep -q "<svg" && tail -1 "$svg" | grep -q "</svg>" &&
+       [ "$(grep -c "<title>" "$svg")" -eq 5 ]; then  # Depths 0, 64; batches 1, 4; the prefill.
+      pass decode_svg
+    else
+      fail "decode_svg: $(head -c 300 "$svg" 2>&1)"
+    fi
+    # A run that fails leaves an existing chart file as it was.
+    echo keep > "$scratch/keep.svg"
+    "$bin" bench decode -m tiny --depths 1M --svg "$scratch/keep.svg" > /dev/null 2>&1
+    if [ "$(cat "$scratch/keep.svg")" = keep ]; then pass decode_svg_kept
+    else fail decode_svg_kept; fi
+    check_error decode_svg_unwritable "cannot write" -- "$bin" bench decode "${small[@]}" \
+      --svg "$scratch/no/such/dir/d.svg"
     check_error decode_bad_dtype "kv-dtypes" -- "$bin" bench decode -m tiny --kv-dtypes int7
     check_error decode_too_deep "context" -- "$bin" bench decode -m tiny --depths 1M
     check_error decode_bad_model "^kvengine: " -- "$bin" bench decode -m "$scratch/none.gguf"

@@ -85,6 +85,18 @@ TEST_F(DecodeBenchTest, RunsEachDepthThenEachBatchOncePerDtype) {
   EXPECT_NE(text.find("filled with random values"), std::string::npos);
   EXPECT_NE(text.find("int8 / f16 at depth 40"), std::string::npos);
   EXPECT_NE(FormatDecodeBenchJson(*r).find("\"prefill_tokens_per_s\""), std::string::npos);
+  // The chart: a bar per dtype for each depth, each batch and the prefill.
+  const std::string svg = FormatDecodeBenchSvg(*r);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  size_t bars = 0;
+  for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) {
+    ++bars;
+  }
+  EXPECT_EQ(bars, 2u * (2 + 2 + 1));
+  EXPECT_NE(svg.find("int8 KV, depth 40, batch 1: "), std::string::npos);
+  EXPECT_NE(svg.find(">depth 40<"), std::string::npos);
+  EXPECT_NE(svg.find(">3 sequences<"), std::string::npos);
 }
 
 TEST_F(DecodeBenchTest, KvBytesPerStepFollowTheLayout) {
