@@ -8,10 +8,10 @@
 //   bench tiers       TTFT of a repeated long prompt from the pool and each KV offload tier,
 //                     with tier vs raw medium bandwidth (bench_tiers_command.cc).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "base/size_parse.h"
+#include "bench_flags.h"
 #include "cli_flags.h"
 #include "commands.h"
 #include "progress.h"
@@ -69,15 +69,16 @@ int RunBenchKv(BenchKvFlags& f) {
       o.policies.push_back(*p);
     }
   }
+  if (!f.svg_path.empty()) {  // Before the run: a bad path fails at once.
+    if (Status s = CheckWritable(f.svg_path, "--svg"); !s.ok()) return Fail(s);
+  }
   ProgressBar bar("bench kv");
   Result<std::vector<KvBenchRow>> rows =
       RunKvBench(o, [&bar](int64_t done, int64_t total) { bar.Update(done, total); });
   bar.Finish();
   if (!rows.ok()) return Fail(rows.status());
   if (!f.svg_path.empty()) {
-    std::ofstream svg(f.svg_path);
-    svg << FormatKvBenchSvg(*rows, o);
-    if (!svg) return Fail(Unavailable("cannot write " + f.svg_path));
+    if (Status s = WriteTextFile(f.svg_path, FormatKvBenchSvg(*rows, o)); !s.ok()) return Fail(s);
   }
   const std::string out =
       f.common.json ? FormatKvBenchJson(*rows) + "\n" : FormatKvBenchText(*rows, o);
