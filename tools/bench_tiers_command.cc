@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "base/size_parse.h"
+#include "bench_flags.h"
 #include "cli_flags.h"
 #include "model/model.h"
 #include "model_config/kv_groups.h"
@@ -48,6 +49,7 @@ struct BenchTiersFlags {
   std::string kv_disk_path;  // Empty: $TMPDIR, else /tmp.
   std::string kv_disk_size = "8GiB";
   std::string kv_redis;
+  std::string svg_path;
 };
 
 // A directory made for this run (mkdtemp inside `parent`) and removed with everything in it when
@@ -108,6 +110,9 @@ int RunBenchTiers(BenchTiersFlags& f) {
       std::chrono::steady_clock::now().time_since_epoch().count());
   if (!f.kv_redis.empty()) std::signal(SIGPIPE, SIG_IGN);  // A dropped socket is an error.
 
+  if (!f.svg_path.empty()) {  // Before the run: a bad path fails at once.
+    if (Status s = CheckWritable(f.svg_path, "--svg"); !s.ok()) return Fail(s);
+  }
   Result<ModelFile> mf = OpenModelFile(f.common.model, LoadModeOf(f.common));
   if (!mf.ok()) return Fail(mf.status());
   Result<std::unique_ptr<Model>> loaded = LoadModel(mf->file, f.common.model);
@@ -146,6 +151,9 @@ int RunBenchTiers(BenchTiersFlags& f) {
                     : FormatTierBenchText(*r) +
                           (mf->synthetic ? "synthetic model (random weights)\n" : "");
   std::fputs(out.c_str(), stdout);
+  if (!f.svg_path.empty()) {
+    if (Status s = WriteTextFile(f.svg_path, FormatTierBenchSvg(*r)); !s.ok()) return Fail(s);
+  }
   return 0;
 }
 
@@ -196,6 +204,9 @@ void RegisterBenchTiers(CLI::App* bench, int* exit_code) {
                   "it row (e) is skipped)");
   AddMmapFlag(cmd, &f->common);
   cmd->add_flag("--json", f->common.json, "Print a JSON array of rows on stdout");
+  cmd->add_option("--svg", f->svg_path,
+                  "Also write a chart (TTFT per row, each tier's read rate beside its raw medium) "
+                  "to this SVG file");
   cmd->callback([f, exit_code] { *exit_code = RunBenchTiers(*f); });
 }
 

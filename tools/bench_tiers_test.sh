@@ -80,6 +80,17 @@ else
   fail "text_report: $text"
 fi
 
+svg="$scratch/tiers.svg"
+if "$bin" bench tiers "${small[@]}" --svg "$svg" > /dev/null 2>&1 &&
+   head -c 4 "$svg" | grep -q "<svg" && tail -1 "$svg" | grep -q "</svg>" &&
+   [ "$(grep -c "<title>" "$svg")" -eq 8 ]; then  # TTFT of 4 rows; ram and disk, tier and raw.
+  pass svg_chart
+else
+  fail "svg_chart: $(head -c 300 "$svg" 2>&1)"
+fi
+check_error svg_unwritable "cannot write" -- "$bin" bench tiers "${small[@]}" \
+  --svg "$scratch/no/such/dir/t.svg"
+
 # 2. A Redis that is down: misses, not a failure.
 json="$scratch/redis-down.json"
 if "$bin" bench tiers "${small[@]}" --kv-redis "unix:$scratch/none.sock" --json > "$json" \

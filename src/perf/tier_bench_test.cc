@@ -104,6 +104,18 @@ TEST_F(TierBenchTest, EveryRowIsServedFromWhereItSays) {
   const std::string text = FormatTierBenchText(*r);
   EXPECT_NE(text.find("(d) disk"), std::string::npos);
   EXPECT_NE(text.find("targets (#5)"), std::string::npos);
+  // The chart: a TTFT bar per row that ran (redis skipped), two rate bars per tier that ran.
+  const std::string svg = FormatTierBenchSvg(*r);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  size_t bars = 0;
+  for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) {
+    ++bars;
+  }
+  EXPECT_EQ(bars, 4u + 2u * 2u);
+  EXPECT_EQ(svg.find("<title>redis"), std::string::npos);
+  EXPECT_NE(svg.find(">skipped<"), std::string::npos);
+  EXPECT_NE(svg.find("<title>disk: TTFT "), std::string::npos);
 }
 
 TEST_F(TierBenchTest, RepeatedRowsReportTheMedianRun) {
