@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <iostream>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/kernel_target.h"
@@ -54,6 +56,27 @@ TEST(ExpTest, EveryTargetWithinBudgetOfExactExp) {
     }
     std::cout << "exp " << k.target_name << ": max relative error " << worst_rel_units
               << " u (budget " << kExpMaxRelError / kUnitRoundoff << " u)\n";
+  }
+}
+
+// AVX3 scales by 2^n with one vscalefps, AVX2 with two multiplies by powers of two; everything
+// else is the same arithmetic (FMA on both), so the bits must agree, subnormal results included.
+TEST(ExpTest, Avx3ScalingGivesTheBitsOfTheTwoStepScaling) {
+  std::vector<float> x;
+  for (double v = -105.0; v < 90.0; v += 0.000731) x.push_back(static_cast<float>(v));
+  const KernelTable* avx3 = nullptr;
+  const KernelTable* avx2 = nullptr;
+  const std::vector<KernelTable> tables = AvailableKernelTables();
+  for (const KernelTable& k : tables) {
+    if (std::string(k.target_name) == "AVX3") avx3 = &k;
+    if (std::string(k.target_name) == "AVX2") avx2 = &k;
+  }
+  if (avx3 == nullptr || avx2 == nullptr) GTEST_SKIP() << "needs AVX3 and AVX2";
+  std::vector<float> a(x.size()), b(x.size());
+  avx3->exp(x.data(), static_cast<int64_t>(x.size()), a.data());
+  avx2->exp(x.data(), static_cast<int64_t>(x.size()), b.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << "x=" << x[i];
   }
 }
 
