@@ -100,4 +100,9 @@ Result<uint64_t> ParseTokenCount(std::string_view text) {
   return static_cast<uint64_t>(v);
 }
 
+std::string FormatTokenCount(int64_t tokens) {
+  if (tokens >= 1024 && tokens % 1024 == 0) return std::to_string(tokens / 1024) + "k";
+  return std::to_string(tokens);
+}
+
 }  // namespace kvengine

@@ -19,4 +19,7 @@ std::string FormatBytes(uint64_t bytes);
 // "32k" or "32768" -> 32768 (k = 1024, as context lengths are written); plain integers too.
 Result<uint64_t> ParseTokenCount(std::string_view text);
 
+// The inverse for labels: 32768 -> "32k" (whole multiples of 1024), 1000 -> "1000".
+std::string FormatTokenCount(int64_t tokens);
+
 }  // namespace kvengine

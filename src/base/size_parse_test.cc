@@ -31,6 +31,17 @@ TEST(ParseTokenCountTest, KSuffix) {
   EXPECT_FALSE(ParseTokenCount("1.3").ok());
 }
 
+TEST(FormatTokenCountTest, KForWholeMultiplesOf1024) {
+  EXPECT_EQ(FormatTokenCount(32768), "32k");
+  EXPECT_EQ(FormatTokenCount(1024), "1k");
+  EXPECT_EQ(FormatTokenCount(1000), "1000");
+  EXPECT_EQ(FormatTokenCount(1536), "1536");
+  EXPECT_EQ(FormatTokenCount(0), "0");
+  for (int64_t n : {0, 64, 4096, 16384, 5000}) {
+    EXPECT_EQ(*ParseTokenCount(FormatTokenCount(n)), uint64_t(n));
+  }
+}
+
 TEST(FormatBytesTest, Units) {
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(24ull << 30), "24.00 GiB");

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/size_parse.h"
 #include "base/svg.h"
 #include "perf/attention_bench.h"
 
@@ -35,11 +36,6 @@ constexpr int kTicks = 5;
 // One colour per dtype, in the order of the run's --kv-dtypes.
 constexpr const char* kPalette[] = {"#1f5fa8", "#6fa3dc", "#d98b2b", "#4c9a4c",
                                     "#9a4c9a", "#9a9a9a", "#c44e52"};
-
-std::string ContextLabel(int64_t c) {
-  if (c >= 1024 && c % 1024 == 0) return fmt::format("{}k", c / 1024);
-  return fmt::format("{}", c);
-}
 
 // K or V bytes of one row, data and scales.
 double RowBytes(KvDtype d, int head_dim) {
@@ -104,7 +100,7 @@ std::string DrawSection(const AttentionBenchResult& r,
       for (size_t c = 0; c < o.contexts.size(); ++c) {
         const int64_t context = o.contexts[c];
         s += SvgText(x0 + slot_w * (double(c) + 0.5), base_y + 18, "middle", 12,
-                     ContextLabel(context) + " tokens");
+                     FormatTokenCount(context) + " tokens");
         for (size_t d = 0; d < dtypes.size(); ++d) {
           auto it = rows.find({dtypes[d], context, threads, layout});
           if (it == rows.end()) continue;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/size_parse.h"
 #include "base/svg.h"
 #include "perf/decode_bench.h"
 
@@ -28,11 +29,6 @@ constexpr double kBottom = 40;
 constexpr int kTicks = 5;
 constexpr const char* kPalette[] = {"#1f5fa8", "#4c9a4c", "#d98b2b", "#9a4c9a",
                                     "#6fa3dc", "#9a9a9a", "#c44e52"};
-
-std::string Tokens(int64_t n) {
-  if (n >= 1024 && n % 1024 == 0) return fmt::format("{}k", n / 1024);
-  return fmt::format("{}", n);
-}
 
 struct Group {
   std::string label;
@@ -115,7 +111,7 @@ std::string FormatDecodeBenchSvg(const DecodeBenchResult& r) {
   if (!o.depths.empty()) {
     Panel p{"Decode, one sequence", {}, decode};
     for (int64_t depth : o.depths) {
-      Group g{"depth " + Tokens(depth), {}};
+      Group g{"depth " + FormatTokenCount(depth), {}};
       for (KvDtype d : dtypes) {
         g.rows.push_back(Find(
             r, d, [&](const DecodeBenchRow& row) { return row.batch == 1 && row.depth == depth; }));
@@ -125,7 +121,7 @@ std::string FormatDecodeBenchSvg(const DecodeBenchResult& r) {
     panels.push_back(p);
   }
   if (!o.batches.empty()) {
-    Panel p{"Batched decode (all sequences), depth " + Tokens(o.batch_depth), {}, decode};
+    Panel p{"Batched decode (all sequences), depth " + FormatTokenCount(o.batch_depth), {}, decode};
     for (int batch : o.batches) {
       Group g{fmt::format("{} sequence{}", batch, batch == 1 ? "" : "s"), {}};
       for (KvDtype d : dtypes) {
