@@ -92,6 +92,10 @@ struct AttentionBenchResult {
 Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& options,
                                                const BenchProgress& progress = {});
 
+// f16's K or V row bytes over `dtype`'s (data and scales) at head_dim: the tokens/s over f16
+// that attention bound by memory would reach (int8 about 1.97, int4 3.2 at 128).
+double KvBytesRatioOverF16(KvDtype dtype, int head_dim);
+
 // A readable table, then paged/contiguous and each dtype's tokens/s over f16.
 std::string FormatAttentionBenchText(const AttentionBenchResult& r);
 // A JSON array of rows (attention_bench_format.cc lists the fields).

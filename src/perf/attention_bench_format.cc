@@ -16,12 +16,6 @@ std::string Bytes(uint64_t b) {
   return fmt::format("{:.1f} KiB", double(b) / 1024.0);
 }
 
-// K or V bytes of one row, data and scales.
-size_t RowBytes(KvDtype d, int head_dim) {
-  const RowFormat f = RowFormatOf(d, head_dim);
-  return f.data_bytes + f.scale_bytes;
-}
-
 std::string ThreadsWord(int t) { return fmt::format("{} thread{}", t, t == 1 ? "" : "s"); }
 
 // Rows by (dtype, context, threads, layout) at one prefetch level.
@@ -164,15 +158,22 @@ void AppendOverF16(const AttentionBenchResult& r, KvPrefetchLevel level, std::st
     *s += fmt::format("{:>8} {:>8}", "context", "threads");
     for (KvDtype d : others) *s += fmt::format(" {:>9}", KvDtypeName(d));
     *s += fmt::format("\n{:>17}", "KV bytes ratio");
-    const double f16_row = double(RowBytes(KvDtype::kF16, r.options.head_dim));
     for (KvDtype d : others) {
-      *s += fmt::format(" {:>8.2f}x", f16_row / double(RowBytes(d, r.options.head_dim)));
+      *s += fmt::format(" {:>8.2f}x", KvBytesRatioOverF16(d, r.options.head_dim));
     }
     *s += "\n" + body;
   }
 }
 
 }  // namespace
+
+double KvBytesRatioOverF16(KvDtype dtype, int head_dim) {
+  auto row_bytes = [head_dim](KvDtype d) {
+    const RowFormat f = RowFormatOf(d, head_dim);
+    return double(f.data_bytes + f.scale_bytes);
+  };
+  return row_bytes(KvDtype::kF16) / row_bytes(dtype);
+}
 
 std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
   const AttentionBenchOptions& o = r.options;

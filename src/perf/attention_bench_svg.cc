@@ -37,12 +37,6 @@ constexpr int kTicks = 5;
 constexpr const char* kPalette[] = {"#1f5fa8", "#6fa3dc", "#d98b2b", "#4c9a4c",
                                     "#9a4c9a", "#9a9a9a", "#c44e52"};
 
-// K or V bytes of one row, data and scales.
-double RowBytes(KvDtype d, int head_dim) {
-  const RowFormat f = RowFormatOf(d, head_dim);
-  return double(f.data_bytes + f.scale_bytes);
-}
-
 using Key = std::tuple<KvDtype, int64_t, int, KvLayout>;
 
 // One section of the chart: a grid of panels (rows: layouts, columns: thread counts), each a
@@ -154,9 +148,8 @@ std::string FormatAttentionBenchSvg(const AttentionBenchResult& r) {
     auto f16 = rows.find({KvDtype::kF16, row.context, row.threads, row.layout});
     return f16 == rows.end() ? std::nan("") : row.tokens_per_s / f16->second->tokens_per_s;
   };
-  const double f16_bytes = RowBytes(KvDtype::kF16, o.head_dim);
   auto bytes_ratio = [&](const AttentionBenchRow& row) {
-    return f16_bytes / RowBytes(row.kv_dtype, o.head_dim);
+    return KvBytesRatioOverF16(row.kv_dtype, o.head_dim);
   };
   std::vector<KvDtype> quantized;
   for (KvDtype d : o.kv_dtypes) {

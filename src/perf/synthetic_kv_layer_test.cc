@@ -244,6 +244,12 @@ TEST(AttentionBenchTest, SvgDrawsFractionsAndSpeedUps) {
             std::string::npos);  // A tooltip.
 }
 
+TEST(AttentionBenchTest, KvBytesRatioOverF16CountsScales) {
+  EXPECT_DOUBLE_EQ(KvBytesRatioOverF16(KvDtype::kF16, 128), 1.0);
+  EXPECT_DOUBLE_EQ(KvBytesRatioOverF16(KvDtype::kInt8, 128), 256.0 / (128 + 2));
+  EXPECT_DOUBLE_EQ(KvBytesRatioOverF16(KvDtype::kInt4, 128), 256.0 / (64 + 4 * 4));
+}
+
 TEST(AttentionBenchTest, SvgWithoutF16HasNoSpeedUps) {
   AttentionBenchResult r = FakeResult();
   std::erase_if(r.rows, [](const AttentionBenchRow& row) { return row.kv_dtype == KvDtype::kF16; });
