@@ -1,4 +1,5 @@
-// Small string helpers shared by the parsers of flags, names and file metadata.
+// Small string helpers shared by the parsers of flags, names and file metadata, and by tests of
+// generated text (charts, reports).
 #pragma once
 
 #include <string_view>
@@ -16,5 +17,15 @@ constexpr bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   }
   return true;
 }
+
+// Occurrences of `needle` (non-empty) in `s`, overlapping ones included.
+constexpr size_t CountOccurrences(std::string_view s, std::string_view needle) {
+  size_t n = 0;
+  for (size_t p = s.find(needle); p != std::string_view::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+static_assert(CountOccurrences("<a><b></b>", "<") == 3);
+static_assert(CountOccurrences("aaa", "aa") == 2);
+static_assert(CountOccurrences("", "x") == 0);
 
 }  // namespace kvengine

@@ -4,14 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
+
 namespace kvengine::loadgen {
 namespace {
-
-size_t Count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
 
 BenchServeResult Sample() {
   BenchServeResult r;
@@ -76,10 +72,10 @@ TEST(ReportTest, SvgAndHtml) {
   const std::string svg = FormatBenchSvg(r);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
-  EXPECT_EQ(Count(svg, "<polyline"), 5u);  // KV usage, running, waiting, two CDFs.
-  EXPECT_EQ(Count(svg, "<polygon"), 1u);   // The KV usage area.
-  EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
-  EXPECT_EQ(Count(svg, ">p99 "), 2u);
+  EXPECT_EQ(CountOccurrences(svg, "<polyline"), 5u);  // KV usage, running, waiting, two CDFs.
+  EXPECT_EQ(CountOccurrences(svg, "<polygon"), 1u);   // The KV usage area.
+  EXPECT_EQ(CountOccurrences(svg, "<text"), CountOccurrences(svg, "</text>"));
+  EXPECT_EQ(CountOccurrences(svg, ">p99 "), 2u);
   EXPECT_NE(svg.find("tiny &lt;model&gt;"), std::string::npos);  // Escaped.
   EXPECT_EQ(svg.find("nan"), std::string::npos);
   const std::string html = FormatBenchHtml(r);
@@ -90,7 +86,7 @@ TEST(ReportTest, SvgAndHtml) {
   // No samples and no requests: still a whole chart, with notes instead of curves.
   BenchServeResult empty;
   const std::string bare = FormatBenchSvg(empty);
-  EXPECT_EQ(Count(bare, "<polyline"), 0u);
+  EXPECT_EQ(CountOccurrences(bare, "<polyline"), 0u);
   EXPECT_NE(bare.find("no /metrics samples"), std::string::npos);
   EXPECT_EQ(bare.find("nan"), std::string::npos);
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/strings.h"
 #include "synth/synth_test_util.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
@@ -89,11 +90,7 @@ TEST_F(DecodeBenchTest, RunsEachDepthThenEachBatchOncePerDtype) {
   const std::string svg = FormatDecodeBenchSvg(*r);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
-  size_t bars = 0;
-  for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) {
-    ++bars;
-  }
-  EXPECT_EQ(bars, 2u * (2 + 2 + 1));
+  EXPECT_EQ(CountOccurrences(svg, "<title>"), 2u * (2 + 2 + 1));
   EXPECT_NE(svg.find("int8 KV, depth 40, batch 1: "), std::string::npos);
   EXPECT_NE(svg.find(">depth 40<"), std::string::npos);
   EXPECT_NE(svg.find(">3 sequences<"), std::string::npos);

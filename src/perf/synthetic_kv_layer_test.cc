@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/strings.h"
 #include "kv/block_layout.h"
 #include "perf/attention_bench.h"
 
@@ -182,12 +183,6 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
   EXPECT_NE(FormatAttentionBenchJson(*r).find("\"fraction_of_read_bw\""), std::string::npos);
 }
 
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
-
 // A result without running anything: f16 and int8 at two contexts, two thread counts, both
 // layouts, at prefetch level kL1 (plus one kL2 row, which the chart leaves out).
 AttentionBenchResult FakeResult() {
@@ -229,16 +224,16 @@ TEST(AttentionBenchTest, SvgDrawsFractionsAndSpeedUps) {
   const std::string svg = FormatAttentionBenchSvg(r);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
-  EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
+  EXPECT_EQ(CountOccurrences(svg, "<text"), CountOccurrences(svg, "</text>"));
   // A bar per kL1 row in the fractions, a bar per int8 row in the speed-ups.
-  EXPECT_EQ(Count(svg, "<title>"), 16u + 8u);
-  EXPECT_EQ(Count(svg, ">0.50<"), 8u);   // f16's fraction on its bars.
-  EXPECT_EQ(Count(svg, ">0.38<"), 8u);   // int8's.
-  EXPECT_EQ(Count(svg, ">1.50x<"), 8u);  // int8 over f16.
+  EXPECT_EQ(CountOccurrences(svg, "<title>"), 16u + 8u);
+  EXPECT_EQ(CountOccurrences(svg, ">0.50<"), 8u);   // f16's fraction on its bars.
+  EXPECT_EQ(CountOccurrences(svg, ">0.38<"), 8u);   // int8's.
+  EXPECT_EQ(CountOccurrences(svg, ">1.50x<"), 8u);  // int8 over f16.
   // The goal line in the legend and in each of the 4 fraction panels; the memory-bound tick in
   // the legend and on each int8 bar; the axis stays at 1 (the kL2 row is not drawn).
-  EXPECT_EQ(Count(svg, "stroke-dasharray"), 1u + 4u);
-  EXPECT_EQ(Count(svg, "stroke-width=\"2\""), 1u + 8u);
+  EXPECT_EQ(CountOccurrences(svg, "stroke-dasharray"), 1u + 4u);
+  EXPECT_EQ(CountOccurrences(svg, "stroke-width=\"2\""), 1u + 8u);
   EXPECT_EQ(svg.find(">3<"), std::string::npos);
   EXPECT_NE(svg.find("int8, 4096 tokens, contiguous, 2 threads: 1.50x; 150.0 tokens/s, KV"),
             std::string::npos);  // A tooltip.
@@ -255,7 +250,7 @@ TEST(AttentionBenchTest, SvgWithoutF16HasNoSpeedUps) {
   std::erase_if(r.rows, [](const AttentionBenchRow& row) { return row.kv_dtype == KvDtype::kF16; });
   r.options.kv_dtypes = {KvDtype::kInt8};
   const std::string svg = FormatAttentionBenchSvg(r);
-  EXPECT_EQ(Count(svg, "<title>"), 8u);
+  EXPECT_EQ(CountOccurrences(svg, "<title>"), 8u);
   EXPECT_EQ(svg.find("over f16"), std::string::npos);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
 }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
 #include "synth/synth_test_util.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
@@ -108,11 +109,7 @@ TEST_F(TierBenchTest, EveryRowIsServedFromWhereItSays) {
   const std::string svg = FormatTierBenchSvg(*r);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
-  size_t bars = 0;
-  for (size_t p = svg.find("<title>"); p != std::string::npos; p = svg.find("<title>", p + 1)) {
-    ++bars;
-  }
-  EXPECT_EQ(bars, 4u + 2u * 2u);
+  EXPECT_EQ(CountOccurrences(svg, "<title>"), 4u + 2u * 2u);
   EXPECT_EQ(svg.find("<title>redis"), std::string::npos);
   EXPECT_NE(svg.find(">skipped<"), std::string::npos);
   EXPECT_NE(svg.find("<title>disk: TTFT "), std::string::npos);

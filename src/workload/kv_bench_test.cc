@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
+
 namespace kvengine {
 namespace {
 
@@ -165,21 +167,16 @@ TEST(KvBenchTest, TextShowsSettingsAndEveryRow) {
   }
 }
 
-size_t Count(const std::string& s, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
-  return n;
-}
-
 TEST(KvBenchTest, SvgDrawsOneBarPerRow) {
   const std::vector<KvBenchRow> rows = SmallRows();
   const std::string svg = FormatKvBenchSvg(rows, Reduced());
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
   EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
-  EXPECT_EQ(Count(svg, "<title>"), rows.size());        // One tooltip per bar.
-  EXPECT_EQ(Count(svg, "<rect"), 1 + 3 + rows.size());  // Background, legend, bars.
-  EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
-  EXPECT_EQ(Count(svg, "stroke-width=\"2\""), 1 + rows.size());  // Mean ticks and their legend.
+  EXPECT_EQ(CountOccurrences(svg, "<title>"), rows.size());        // One tooltip per bar.
+  EXPECT_EQ(CountOccurrences(svg, "<rect"), 1 + 3 + rows.size());  // Background, legend, bars.
+  EXPECT_EQ(CountOccurrences(svg, "<text"), CountOccurrences(svg, "</text>"));
+  EXPECT_EQ(CountOccurrences(svg, "stroke-width=\"2\""),
+            1 + rows.size());  // Mean ticks and their legend.
   EXPECT_NE(svg.find(">multi_turn<"), std::string::npos);
   EXPECT_NE(svg.find(">paged_prefix<"), std::string::npos);
 }
