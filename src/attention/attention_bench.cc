@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <span>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "attention/attention_test_util.h"
 #include "base/check.h"
 #include "base/thread_pool.h"
+#include "kernels/read_bandwidth.h"
 
 namespace kvengine {
 namespace {
@@ -124,8 +126,8 @@ void Args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_DecodeAttention)->Apply(Args)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// The yardstick: streaming read of 128 MiB (the f16 KV of one layer) on 2 MiB pages, split over
-// the threads, summing 64-bit words with 8 independent accumulators.
+// The yardstick: StreamingReadPass (kernels/read_bandwidth.h, what `kvengine bench attention`
+// measures) over 128 MiB (the f16 KV of one layer) on 2 MiB pages, split over the threads.
 void BM_ReadBandwidth(benchmark::State& state) {
   const int threads = int(state.range(0));
   const size_t bytes = size_t(128) << 20;
@@ -135,22 +137,10 @@ void BM_ReadBandwidth(benchmark::State& state) {
     return m;
   }();
   ThreadPool pool(threads);
-  std::vector<uint64_t> sums(size_t(threads) * 8);
-  for (auto _ : state) {
-    pool.ParallelFor(threads, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        const uint64_t* p =
-            reinterpret_cast<const uint64_t*>(mem->base) + size_t(c) * bytes / 8 / size_t(threads);
-        uint64_t a[8] = {};
-        for (size_t i = 0; i < bytes / 8 / size_t(threads); i += 8) {
-          for (int j = 0; j < 8; ++j) a[j] += p[i + size_t(j)];
-        }
-        for (int j = 0; j < 8; ++j) sums[size_t(c) * 8 + size_t(j)] = a[j];
-      }
-    });
-    benchmark::DoNotOptimize(sums.data());
-  }
-  state.SetBytesProcessed(int64_t(state.iterations() * bytes));
+  const std::span<const uint64_t> words(reinterpret_cast<const uint64_t*>(mem->base), bytes / 8);
+  for (auto _ : state) benchmark::DoNotOptimize(StreamingReadPass(pool, words));
+  state.SetBytesProcessed(
+      int64_t(state.iterations() * StreamingReadWords(words.size(), threads) * 8));
 }
 BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -192,9 +192,9 @@ void BM_ParallelForOverhead(benchmark::State& state) {
 BENCHMARK(BM_ParallelForOverhead)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 
 // Streaming read bandwidth over 256 MiB in 2 MiB pages (StreamingReadPass, read_bandwidth.h: an
-// integer sum, which vectorizes), split over the pool's threads as MatMul splits its rows: the
-// ceiling for a memory-bound decode matmul (argument: threads). Compare MatMul's bytes/s with this
-// figure from the same run. `kvengine bench attention|decode` measure the same loop
+// integer sum over kReadStreams runs per thread, which vectorizes), split over the pool's threads
+// as MatMul splits its rows: the ceiling for a memory-bound decode matmul (argument: threads).
+// Compare MatMul's bytes/s with this figure from the same run. `kvengine bench attention|decode` measure the same loop
 // (MeasureReadBandwidthGBs).
 void BM_ReadBandwidth(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));
@@ -211,7 +211,9 @@ void BM_ReadBandwidth(benchmark::State& state) {
     benchmark::DoNotOptimize(sum);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(words * sizeof(uint64_t)));
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(StreamingReadWords(words, pool.num_threads()) *
+                                               sizeof(uint64_t)));
 }
 BENCHMARK(BM_ReadBandwidth)
     ->ArgName("threads")

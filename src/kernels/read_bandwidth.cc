@@ -7,25 +7,33 @@
 
 namespace kvengine {
 
+size_t StreamingReadWords(size_t words, int parts) {
+  const size_t step = size_t(kReadStreams) * kReadLineWords;
+  return words / size_t(parts) / step * step * size_t(parts);
+}
+
 uint64_t StreamingReadPass(ThreadPool& pool, std::span<const uint64_t> words) {
   const int64_t parts = pool.num_threads();
-  // Each part's share, rounded down to the 4-word unroll.
-  const int64_t share = static_cast<int64_t>(words.size()) / parts / 4 * 4;
+  const int64_t share = int64_t(StreamingReadWords(words.size(), int(parts))) / parts;
+  const int64_t run = share / kReadStreams;  // A multiple of kReadLineWords.
   const uint64_t* buf = words.data();
   // sums: [parts][8]; one cache line per part so that threads never write the same line.
   std::vector<uint64_t> sums(static_cast<size_t>(parts) * 8);
   pool.ParallelFor(parts, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
-      const int64_t lo = share * part;
-      const int64_t hi = lo + share;
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (int64_t i = lo; i < hi; i += 4) {
-        s0 += buf[i];
-        s1 += buf[i + 1];
-        s2 += buf[i + 2];
-        s3 += buf[i + 3];
+      const uint64_t* runs = buf + share * part;
+      // acc[s][w]: word w of every line of run s (the compiler vectorizes the inner loop).
+      uint64_t acc[kReadStreams][kReadLineWords] = {};
+      for (int64_t i = 0; i < run; i += kReadLineWords) {
+        for (int s = 0; s < kReadStreams; ++s) {
+          for (int w = 0; w < kReadLineWords; ++w) acc[s][w] += runs[s * run + i + w];
+        }
       }
-      sums[static_cast<size_t>(part) * 8] = s0 + s1 + s2 + s3;
+      uint64_t total = 0;
+      for (const auto& line : acc) {
+        for (const uint64_t v : line) total += v;
+      }
+      sums[static_cast<size_t>(part) * 8] = total;
     }
   });
   uint64_t total = 0;
@@ -35,7 +43,7 @@ uint64_t StreamingReadPass(ThreadPool& pool, std::span<const uint64_t> words) {
 
 Result<double> MeasureReadBandwidthGBs(ThreadPool& pool, const ReadBandwidthOptions& options) {
   const size_t n_words = options.bytes / sizeof(uint64_t);
-  if (n_words < 4 * static_cast<size_t>(pool.num_threads())) {
+  if (StreamingReadWords(n_words, pool.num_threads()) == 0) {
     return InvalidArgument("read bandwidth buffer of " + std::to_string(options.bytes) +
                            " bytes is too small");
   }
@@ -47,9 +55,8 @@ Result<double> MeasureReadBandwidthGBs(ThreadPool& pool, const ReadBandwidthOpti
   });
   const std::span<const uint64_t> span(words, n_words);
   volatile uint64_t sink = StreamingReadPass(pool, span);  // Warm-up: TLB, workers awake.
-  const int64_t parts = pool.num_threads();
   const double bytes_per_pass =
-      static_cast<double>(static_cast<int64_t>(n_words) / parts / 4 * 4 * parts) * 8.0;
+      static_cast<double>(StreamingReadWords(n_words, pool.num_threads())) * sizeof(uint64_t);
   const auto t0 = std::chrono::steady_clock::now();
   double seconds = 0;
   int passes = 0;

@@ -11,14 +11,14 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
   const DecodeBenchOptions& o = r.options;
   std::string s = fmt::format(
       "Decode benchmark: {}, {} thread{}, KV block {}; read bandwidth this run {:.1f} GB/s "
-      "(streaming sum over {} MiB, same threads).\n"
+      "(streaming sum over {} MiB, {} runs side by side per thread, same threads).\n"
       "Decode rows time {} steps after {} warm-up step{}; tokens/s counts every sequence's token.\n"
       "Depth > 0: the KV of the first `depth` positions was filled with random values, not "
       "computed (attention reads the same bytes whatever their values).\n"
       "bytes/step = weights (file bytes) + the KV the step's tokens attend to; GB/s = bytes/step "
       "x steps/s.\n",
       r.model, r.threads, r.threads == 1 ? "" : "s", o.block_size, r.read_bw_gb_per_s,
-      o.read_bw.bytes >> 20, o.steps, o.warmup_steps, o.warmup_steps == 1 ? "" : "s");
+      o.read_bw.bytes >> 20, kReadStreams, o.steps, o.warmup_steps, o.warmup_steps == 1 ? "" : "s");
   for (const DecodeBenchRow& row : r.rows) {
     if (row.prefill_tokens > 0) {
       s += fmt::format(

@@ -1,0 +1,54 @@
+// StreamingReadPass reads exactly the words StreamingReadWords promises, whatever the thread
+// count (its sum is their sum), and MeasureReadBandwidthGBs gives a finite, positive rate or a
+// clear error for a buffer too small to split. Not a benchmark: the rate is printed, not judged.
+#include "kernels/read_bandwidth.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace kvengine {
+namespace {
+
+TEST(ReadBandwidthTest, StreamingReadWordsRoundsEachThreadsShareDownToWholeStreamLines) {
+  constexpr size_t kStep = size_t(kReadStreams) * kReadLineWords;
+  EXPECT_EQ(StreamingReadWords(kStep, 1), kStep);
+  EXPECT_EQ(StreamingReadWords(kStep - 1, 1), 0u);
+  EXPECT_EQ(StreamingReadWords(2 * kStep + 5, 2), 2 * kStep);
+  EXPECT_EQ(StreamingReadWords(3 * kStep, 2), 2 * kStep);  // 1.5 steps each: one.
+  EXPECT_EQ(StreamingReadWords(10 * kStep, 3), 9 * kStep);
+}
+
+TEST(ReadBandwidthTest, PassSumsExactlyTheWordsItReads) {
+  std::mt19937_64 rng(7);
+  for (const size_t n : {size_t{64}, size_t{1000}, size_t{4096}, size_t{12345}}) {
+    std::vector<uint64_t> words(n);
+    for (uint64_t& w : words) w = rng();
+    for (const int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      const size_t read = StreamingReadWords(n, threads);
+      const uint64_t want = std::accumulate(words.begin(), words.begin() + long(read), uint64_t{0});
+      EXPECT_EQ(StreamingReadPass(pool, words), want) << n << " words, " << threads << " threads";
+    }
+  }
+}
+
+TEST(ReadBandwidthTest, MeasuresAPlausibleRateOrRejectsATinyBuffer) {
+  ThreadPool pool(2);
+  const Result<double> gbs =
+      MeasureReadBandwidthGBs(pool, {.bytes = size_t{8} << 20, .min_seconds = 0, .min_passes = 1});
+  ASSERT_TRUE(gbs.ok()) << gbs.status().message();
+  std::cout << "2 threads over 8 MiB: " << *gbs << " GB/s\n";
+  EXPECT_TRUE(std::isfinite(*gbs));
+  EXPECT_GT(*gbs, 0.0);
+  const Result<double> tiny = MeasureReadBandwidthGBs(pool, {.bytes = 512});  // 32 words each.
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_NE(tiny.status().message().find("too small"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvengine
