@@ -21,8 +21,8 @@ struct BenchAttentionFlags {
   std::vector<std::string> kv_dtypes = {"f16", "bf16", "fp8_e4m3", "int8", "int4"};
   std::vector<std::string> layouts = {"paged", "contiguous"};
   std::vector<std::string> prefetch = {"auto"};
-  std::string footprint = "192MiB";
-  std::string read_bw_size = "256MiB";
+  std::string footprint = "auto";
+  std::string read_bw_size = "auto";
   std::string svg_path;
   bool json = false;
 };
@@ -56,10 +56,11 @@ int RunBenchAttention(BenchAttentionFlags& f) {
       o.prefetch_levels.push_back(level);
     }
   }
-  Result<uint64_t> footprint = ParseBufferSize(f.footprint, "--footprint");
+  Result<uint64_t> footprint =
+      ParseBufferSizeOrAuto(f.footprint, "--footprint", o.footprint_bytes);
   if (!footprint.ok()) return Fail(footprint.status());
   o.footprint_bytes = *footprint;
-  Result<uint64_t> bw = ParseBufferSize(f.read_bw_size, "--read-bw-size");
+  Result<uint64_t> bw = ParseBufferSizeOrAuto(f.read_bw_size, "--read-bw-size", o.read_bw.bytes);
   if (!bw.ok()) return Fail(bw.status());
   o.read_bw.bytes = *bw;
   if (o.n_heads % o.num_kv_heads != 0) {
@@ -126,7 +127,7 @@ void RegisterBenchAttention(CLI::App* bench, int* exit_code) {
   cmd->add_option("--footprint", f->footprint, AttentionBenchOptions::kFootprintHelp)
       ->capture_default_str();
   cmd->add_option("--read-bw-size", f->read_bw_size,
-                  "Buffer of the read-bandwidth measurement (far beyond the last-level cache)")
+                  kReadBwSizeHelp)
       ->capture_default_str();
   cmd->add_flag("--json", f->json, "Print a JSON array of rows on stdout");
   cmd->add_option(

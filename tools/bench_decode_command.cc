@@ -24,7 +24,7 @@ struct BenchDecodeFlags {
   std::vector<std::string> kv_dtypes = {"f16", "int8"};
   std::vector<std::string> depths = {"0", "4k", "16k"};
   std::vector<std::string> batches = {"1", "4", "16"};
-  std::string read_bw_size = "256MiB";
+  std::string read_bw_size = "auto";
   std::string isa;
   std::string svg_path;
 };
@@ -49,7 +49,7 @@ int RunBenchDecode(BenchDecodeFlags& f) {
       o.batches.push_back(int(b));
     }
   }
-  Result<uint64_t> bw = ParseBufferSize(f.read_bw_size, "--read-bw-size");
+  Result<uint64_t> bw = ParseBufferSizeOrAuto(f.read_bw_size, "--read-bw-size", o.read_bw.bytes);
   if (!bw.ok()) return Fail(bw.status());
   o.read_bw.bytes = *bw;
   Result<ModelFile> mf = OpenModelFile(f.common.model, LoadModeOf(f.common));
@@ -121,7 +121,7 @@ void RegisterBenchDecode(CLI::App* bench, int* exit_code) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   cmd->add_option("--read-bw-size", f->read_bw_size,
-                  "Buffer of the read-bandwidth measurement (far beyond the last-level cache)")
+                  kReadBwSizeHelp)
       ->capture_default_str();
   cmd->add_option("--isa", f->isa,
                   "Force a kernel instruction set (AVX3, AVX2, SSE4, SCALAR, ref); default: the "

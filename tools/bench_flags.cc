@@ -42,6 +42,12 @@ Result<uint64_t> ParseBufferSize(const std::string& text, const std::string& fla
   return *n;
 }
 
+Result<uint64_t> ParseBufferSizeOrAuto(const std::string& text, const std::string& flag,
+                                       uint64_t auto_bytes) {
+  if (text == "auto") return auto_bytes;
+  return ParseBufferSize(text, flag);
+}
+
 Status CheckWritable(const std::string& path, const std::string& flag) {
   std::error_code ec;
   const bool existed = std::filesystem::exists(path, ec);

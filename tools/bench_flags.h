@@ -19,6 +19,11 @@ Result<std::vector<int64_t>> ParseTokenCountList(const std::vector<std::string>&
                                                  const std::string& flag, int64_t min);
 // A byte size >= 1 MiB ("256MiB").
 Result<uint64_t> ParseBufferSize(const std::string& text, const std::string& flag);
+// ParseBufferSize, or `auto_bytes` for "auto" (a size derived from this machine's caches).
+Result<uint64_t> ParseBufferSizeOrAuto(const std::string& text, const std::string& flag,
+                                       uint64_t auto_bytes);
+inline constexpr const char* kReadBwSizeHelp =
+    "Buffer of the read-bandwidth measurement; auto: 4x the last-level cache, at least 256MiB";
 
 // Whether `path` can be written, checked before a long sweep: opened for appending (an existing
 // file keeps its bytes; one created for the check is removed again).

@@ -78,6 +78,17 @@ case "$what" in
     check_error attention_bad_layout "layouts" -- "$bin" bench attention --layouts strided
     check_error attention_bad_context "contexts" -- "$bin" bench attention --contexts 0
     check_error attention_bad_prefetch "prefetch" -- "$bin" bench attention --prefetch l3
+    # --footprint auto (the default): copies cover 4x the last-level cache (300 MiB on one Xeon VM,
+    # beyond the old fixed 192 MiB), at least 192 MiB; f16 at 1k is 4 MiB a copy.
+    llc=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || true)
+    case "$llc" in ''|*[!0-9]*|0) llc=$(getconf LEVEL2_CACHE_SIZE 2>/dev/null || echo 0) ;; esac
+    case "$llc" in ''|*[!0-9]*) llc=0 ;; esac
+    json="$scratch/attention_auto.json"
+    "$bin" bench attention --contexts 1k --kv-dtypes f16 -t 1 --layouts paged --min-time 0.01 \
+      --read-bw-size 64MiB --json > "$json" || true
+    expect attention_footprint_auto "(.[0].copies * 4194304) >= ([4 * $llc, 201326592] | max)" "$json"
+    check_error attention_bad_footprint "footprint" -- "$bin" bench attention --footprint lots
+    check_error attention_bad_read_bw "read-bw-size" -- "$bin" bench attention --read-bw-size 1KiB
     json="$scratch/attention_prefetch.json"
     "$bin" bench attention --contexts 1k --kv-dtypes int8 -t 1 --layouts paged --min-time 0.02 \
       --footprint 16MiB --read-bw-size 64MiB --prefetch l1,l2,auto --json > "$json" || true
@@ -127,6 +138,7 @@ case "$what" in
     check_error decode_bad_dtype "kv-dtypes" -- "$bin" bench decode -m tiny --kv-dtypes int7
     check_error decode_too_deep "context" -- "$bin" bench decode -m tiny --depths 1M
     check_error decode_bad_model "^kvengine: " -- "$bin" bench decode -m "$scratch/none.gguf"
+    check_error decode_bad_read_bw "read-bw-size" -- "$bin" bench decode -m tiny --read-bw-size auto1
     ;;
   *)
     echo "usage: $0 KVENGINE_BINARY SCRATCH_DIR attention|decode" >&2

@@ -1,7 +1,7 @@
 // What the CPU offers: CPUID feature bits that compilers' __builtin_cpu_supports does not name
 // everywhere (clang 14 knows neither "f16c" nor, reliably, "avx512vnni"). These read the bit only:
 // callers also check a feature that implies the OS saves the registers ("avx2" / "avx512f" via
-// __builtin_cpu_supports, which tests XGETBV). And the L1 data cache size.
+// __builtin_cpu_supports, which tests XGETBV). And the sizes of the L1 data and last-level caches.
 #pragma once
 
 #include <unistd.h>
@@ -36,6 +36,20 @@ inline long L1DataCacheBytes() {
 #else
   return 0;
 #endif
+}
+
+// Bytes of the last-level cache as the C library reports it: L3, else L2 where there is no L3; 0
+// if unknown. Under a hypervisor this is the host's cache (300 MiB on the 2-core Xeon VM of
+// 2026-12-01), shared with other guests but still able to hold a benchmark's buffer.
+inline long LastLevelCacheBytes() {
+  long bytes = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  return bytes > 0 ? bytes : 0;
 }
 
 }  // namespace kvengine

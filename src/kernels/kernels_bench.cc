@@ -191,14 +191,14 @@ void BM_ParallelForOverhead(benchmark::State& state) {
 }
 BENCHMARK(BM_ParallelForOverhead)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 
-// Streaming read bandwidth over 256 MiB in 2 MiB pages (StreamingReadPass, read_bandwidth.h: an
+// Streaming read bandwidth over 4x the last-level cache (at least 256 MiB) in 2 MiB pages (StreamingReadPass, read_bandwidth.h: an
 // integer sum over kReadStreams runs per thread, which vectorizes), split over the pool's threads
 // as MatMul splits its rows: the ceiling for a memory-bound decode matmul (argument: threads).
 // Compare MatMul's bytes/s with this figure from the same run. `kvengine bench attention|decode` measure the same loop
 // (MeasureReadBandwidthGBs).
 void BM_ReadBandwidth(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));
-  const size_t words = (size_t{256} << 20) / sizeof(uint64_t);
+  const size_t words = BeyondLastLevelCacheBytes(kReadBandwidthMinBytes) / sizeof(uint64_t);
   Result<HugePageRegion> region = HugePageRegion::Allocate(words * sizeof(uint64_t));
   if (!region.ok()) {
     state.SkipWithError(region.status().message().c_str());

@@ -1,11 +1,24 @@
 #include "kernels/read_bandwidth.h"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/huge_pages.h"
 
 namespace kvengine {
+
+uint64_t BeyondLastLevelCacheBytes(uint64_t floor, uint64_t llc_bytes) {
+  // Rounded up to whole 2 MiB pages, the unit of the buffers' huge-page regions.
+  constexpr uint64_t kPage = uint64_t{2} << 20;
+  const uint64_t bytes = std::max(floor, llc_bytes * kBeyondCacheFactor);
+  return (bytes + kPage - 1) / kPage * kPage;
+}
+
+uint64_t BeyondLastLevelCacheBytes(uint64_t floor) {
+  return BeyondLastLevelCacheBytes(floor, uint64_t(LastLevelCacheBytes()));
+}
 
 size_t StreamingReadWords(size_t words, int parts) {
   const size_t step = size_t(kReadStreams) * kReadLineWords;

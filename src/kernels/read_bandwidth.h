@@ -14,9 +14,20 @@
 
 namespace kvengine {
 
+// Bytes a buffer (or a benchmark's cycled footprint) needs so that passes over it come from DRAM:
+// kBeyondCacheFactor times the last-level cache, and at least `floor`. A cyclic scan of a buffer
+// larger than the cache misses throughout under LRU; adaptive replacement (Intel's L3) keeps part
+// of such a scan, at most the cache's share of the buffer: a quarter at 4x. A fixed 256 MiB was
+// far beyond an EPYC CCD's 32 MiB but less than the 300 MiB L3 of a Xeon VM (2026-12-01).
+inline constexpr uint64_t kBeyondCacheFactor = 4;
+uint64_t BeyondLastLevelCacheBytes(uint64_t floor, uint64_t llc_bytes);
+// The same for this machine's last-level cache (base/cpu_features.h).
+uint64_t BeyondLastLevelCacheBytes(uint64_t floor);
+inline constexpr uint64_t kReadBandwidthMinBytes = uint64_t{256} << 20;
+
 struct ReadBandwidthOptions {
-  // Buffer size. An EPYC CCD has 32 MiB of L3; 256 MiB makes every pass come from DRAM.
-  size_t bytes = size_t{256} << 20;
+  // Buffer size: 4x the last-level cache, at least 256 MiB (BeyondLastLevelCacheBytes).
+  size_t bytes = size_t(BeyondLastLevelCacheBytes(kReadBandwidthMinBytes));
   // Timed passes continue until both limits are reached (after one untimed warm-up pass).
   double min_seconds = 0.2;
   int min_passes = 3;

@@ -11,6 +11,8 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features.h"
+
 namespace kvengine {
 namespace {
 
@@ -48,6 +50,24 @@ TEST(ReadBandwidthTest, MeasuresAPlausibleRateOrRejectsATinyBuffer) {
   const Result<double> tiny = MeasureReadBandwidthGBs(pool, {.bytes = 512});  // 32 words each.
   ASSERT_FALSE(tiny.ok());
   EXPECT_NE(tiny.status().message().find("too small"), std::string::npos);
+}
+
+TEST(ReadBandwidthTest, BuffersGoBeyondTheLastLevelCache) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  // A small cache: the floor.
+  EXPECT_EQ(BeyondLastLevelCacheBytes(256 * kMiB, 32 * kMiB), 256 * kMiB);
+  // Unknown (0): the floor.
+  EXPECT_EQ(BeyondLastLevelCacheBytes(192 * kMiB, 0), 192 * kMiB);
+  // The 300 MiB L3 of a Xeon VM: 4x it, which a fixed 256 MiB was not.
+  EXPECT_EQ(BeyondLastLevelCacheBytes(256 * kMiB, 300 * kMiB), 1200 * kMiB);
+  // Whole 2 MiB pages.
+  EXPECT_EQ(BeyondLastLevelCacheBytes(kMiB, 3 * kMiB), 12 * kMiB);
+  EXPECT_EQ(BeyondLastLevelCacheBytes(3 * kMiB, 0), 4 * kMiB);
+  // This machine's: beyond its cache and the floor, and the default options use it.
+  const uint64_t here = BeyondLastLevelCacheBytes(kReadBandwidthMinBytes);
+  EXPECT_GE(here, kReadBandwidthMinBytes);
+  EXPECT_GE(here, uint64_t(LastLevelCacheBytes()) * kBeyondCacheFactor);
+  EXPECT_EQ(ReadBandwidthOptions{}.bytes, here);
 }
 
 }  // namespace

@@ -37,8 +37,10 @@ struct AttentionBenchOptions {
   double min_seconds = 0.3;
   int min_iterations = 5;
   // Copies of the layer's KV cycled through, enough for at least this many bytes, so that each
-  // call reads from DRAM as a decode step over many layers does (an EPYC CCD has 32 MiB of L3).
-  uint64_t footprint_bytes = uint64_t{192} << 20;
+  // call reads from DRAM as a decode step over many layers does: 4x the last-level cache, at
+  // least 192 MiB (BeyondLastLevelCacheBytes, kernels/read_bandwidth.h).
+  static constexpr uint64_t kMinFootprintBytes = uint64_t{192} << 20;
+  uint64_t footprint_bytes = BeyondLastLevelCacheBytes(kMinFootprintBytes);
   ReadBandwidthOptions read_bw;
   uint64_t seed = 1;
 
@@ -55,7 +57,8 @@ struct AttentionBenchOptions {
       "cache holds >= 48 KiB, else l2), l1, l2";
   static constexpr const char* kMinTimeHelp = "Seconds to time each row at least";
   static constexpr const char* kFootprintHelp =
-      "Cycle through copies of the KV totalling at least this many bytes (beyond the LLC)";
+      "Cycle through copies of the KV totalling at least this many bytes; auto: 4x the "
+      "last-level cache, at least 192MiB";
 };
 
 struct AttentionBenchRow {
