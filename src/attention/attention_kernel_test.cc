@@ -145,6 +145,10 @@ TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
     CheckConfig(targets, {d, 2, 2, 64, 32, 70}, &worst);    // MHA.
     CheckConfig(targets, {d, 8, 1, 40, 1, 45}, &worst);     // MQA, ragged head dim, block 1.
     CheckConfig(targets, {d, 6, 1, 80, 256, 300}, &worst);  // Group 6: head tiles of 4 + 2.
+    // Groups of 8 (one wide tile on AVX-512, 4 + 4 elsewhere), 12 (8 + 4) and 16 (8 + 8).
+    CheckConfig(targets, {d, 32, 4, 64, 16, 131}, &worst);
+    CheckConfig(targets, {d, 12, 1, 128, 16, 77}, &worst);
+    CheckConfig(targets, {d, 16, 1, 64, 32, 66}, &worst);
   }
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
 }
@@ -161,6 +165,7 @@ TEST(AttentionKernelTest, MixedKAndVDtypes) {
     CheckConfig(targets, {k, 8, 2, 128, 16, 97, 0, 0, v}, &worst);
     CheckConfig(targets, {k, 6, 1, 96, 32, 150, 0, 0, v}, &worst);  // 3 int4 groups per row.
     CheckConfig(targets, {k, 4, 2, 40, 16, 50, 0, 0, v}, &worst);   // int4 through the tiles.
+    CheckConfig(targets, {k, 8, 1, 64, 16, 70, 0, 0, v}, &worst);   // The 8-head tile.
   }
   std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
 }
