@@ -48,6 +48,11 @@ case "$what" in
     # f16 at 4 query heads per KV head: 2 multiply-adds per byte.
     expect attention_fma_ceiling 'map(select(.kv_dtype == "f16")) | all(.[];
       (.fma_ceiling_gb_per_s - .fma_peak_gmacs_per_s / 2 | fabs) < 1e-6 * .fma_peak_gmacs_per_s)' "$json"
+    # The same at the rate of multiply-adds fed by f16 conversions, on f16 rows only.
+    expect attention_f16_ceiling 'all(.[]; .f16_fma_peak_gmacs_per_s > 0
+      and (has("f16_fma_ceiling_gb_per_s") == (.kv_dtype == "f16")))
+      and (map(select(.kv_dtype == "f16")) | all(.[]; (.f16_fma_ceiling_gb_per_s
+      - .f16_fma_peak_gmacs_per_s / 2 | fabs) < 1e-6 * .f16_fma_peak_gmacs_per_s))' "$json"
     expect attention_layouts '[.[].layout] | unique == ["contiguous", "paged"]' "$json"
     expect attention_dtypes '[.[].kv_dtype] | unique == ["f16", "int8"]' "$json"
     expect attention_values 'all(.[]; .kv_gb_per_s > 0 and .read_bw_gb_per_s > 0

@@ -9,6 +9,7 @@
 
 #include "hwy/highway.h"
 #include "kernels/fma_peak.h"
+#include "quant/codec_simd-inl.h"
 
 #ifndef KVENGINE_KERNELS_FMA_PEAK_RUN_
 #define KVENGINE_KERNELS_FMA_PEAK_RUN_
@@ -62,6 +63,52 @@ FmaRun FmaChains(int64_t iterations) {
   return {double(iterations) * kChains * double(hn::Lanes(df)), hn::GetLane(sum)};
 }
 
+// kChains accumulators as FmaChains, updated as a 4-position x 4-head score tile is: each
+// iteration converts 4 f16 vectors of `codes` (a 1 KiB ring: L1) and multiply-adds each into 4
+// accumulators with 4 multipliers (kF16MacsPerConversion per conversion).
+FmaRun F16FmaChains(int64_t iterations, const uint16_t* codes) {
+  const hn::ScalableTag<float> df;
+  const size_t lanes = hn::Lanes(df);
+  static_assert(kF16MacsPerConversion == 4);
+  constexpr size_t kRingElements = 512;  // 1 KiB of f16.
+  auto acc = [&](int i) { return hn::Set(df, 1e-7f * float(i)); };
+  auto a0 = acc(0), a1 = acc(1), a2 = acc(2), a3 = acc(3), a4 = acc(4), a5 = acc(5), a6 = acc(6),
+       a7 = acc(7), a8 = acc(8), a9 = acc(9), a10 = acc(10), a11 = acc(11), a12 = acc(12),
+       a13 = acc(13), a14 = acc(14), a15 = acc(15);
+  const auto q0 = hn::Set(df, 0.25f), q1 = hn::Set(df, -0.5f), q2 = hn::Set(df, 0.125f),
+             q3 = hn::Set(df, 1e-3f);
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(codes);
+  size_t at = 0;
+  for (int64_t n = 0; n < iterations; ++n) {
+    const auto k0 = DecodeF16(base + 2 * at);
+    const auto k1 = DecodeF16(base + 2 * (at + lanes));
+    const auto k2 = DecodeF16(base + 2 * (at + 2 * lanes));
+    const auto k3 = DecodeF16(base + 2 * (at + 3 * lanes));
+    at = (at + 4 * lanes) % kRingElements;
+    a0 = hn::MulAdd(k0, q0, a0);
+    a1 = hn::MulAdd(k1, q0, a1);
+    a2 = hn::MulAdd(k2, q0, a2);
+    a3 = hn::MulAdd(k3, q0, a3);
+    a4 = hn::MulAdd(k0, q1, a4);
+    a5 = hn::MulAdd(k1, q1, a5);
+    a6 = hn::MulAdd(k2, q1, a6);
+    a7 = hn::MulAdd(k3, q1, a7);
+    a8 = hn::MulAdd(k0, q2, a8);
+    a9 = hn::MulAdd(k1, q2, a9);
+    a10 = hn::MulAdd(k2, q2, a10);
+    a11 = hn::MulAdd(k3, q2, a11);
+    a12 = hn::MulAdd(k0, q3, a12);
+    a13 = hn::MulAdd(k1, q3, a13);
+    a14 = hn::MulAdd(k2, q3, a14);
+    a15 = hn::MulAdd(k3, q3, a15);
+  }
+  const auto sum = hn::Add(
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
+      hn::Add(hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)),
+              hn::Add(hn::Add(a12, a13), hn::Add(a14, a15))));
+  return {double(iterations) * 16 * double(lanes), hn::GetLane(sum)};
+}
+
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace kvengine::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -70,16 +117,20 @@ HWY_AFTER_NAMESPACE();
 namespace kvengine {
 
 HWY_EXPORT(FmaChains);
+HWY_EXPORT(F16FmaChains);
 
-double MeasureFmaPeakGmacs(ThreadPool& pool, const FmaPeakOptions& options) {
+namespace {
+
+// Rounds of `run` on every thread of the pool, timed as MeasureFmaPeakGmacs describes.
+template <class Run>
+double MeasureChains(ThreadPool& pool, const FmaPeakOptions& options, const Run& run) {
   const int threads = pool.num_threads();
-  constexpr int64_t kIterations = 1 << 20;         // ~5 ms per round and thread at 3.5 G FMA/s.
   std::vector<float> sinks(size_t(threads) * 16);  // One cache line per thread.
   double macs = 0;
   auto round = [&] {
     pool.ParallelFor(threads, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        const FmaRun r = HWY_DYNAMIC_DISPATCH(FmaChains)(kIterations);
+        const FmaRun r = run();
         sinks[size_t(t) * 16] = r.sink;
         if (t == 0) macs = r.macs;  // Every thread does the same work.
       }
@@ -97,6 +148,27 @@ double MeasureFmaPeakGmacs(ThreadPool& pool, const FmaPeakOptions& options) {
   volatile float sink = sinks[0];
   (void)sink;
   return macs * threads * rounds / seconds / 1e9;
+}
+
+}  // namespace
+
+double MeasureFmaPeakGmacs(ThreadPool& pool, const FmaPeakOptions& options) {
+  constexpr int64_t kIterations = 1 << 20;  // ~5 ms per round and thread at 3.5 G FMA/s.
+  return MeasureChains(pool, options, [] { return HWY_DYNAMIC_DISPATCH(FmaChains)(kIterations); });
+}
+
+double MeasureF16FmaPeakGmacs(ThreadPool& pool, const FmaPeakOptions& options) {
+  constexpr int64_t kIterations = 1 << 20;
+  // Random finite f16 codes in [-2, 2] (exponent below 16), the same ring for every thread.
+  std::vector<uint16_t> codes(512);
+  uint32_t x = 12345;
+  for (uint16_t& c : codes) {
+    x = x * 1664525u + 1013904223u;
+    c = uint16_t((x >> 16) & 0xBFFF);
+  }
+  return MeasureChains(pool, options, [&codes] {
+    return HWY_DYNAMIC_DISPATCH(F16FmaChains)(kIterations, codes.data());
+  });
 }
 
 }  // namespace kvengine

@@ -80,6 +80,7 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
     KV_ASSIGN_OR_RETURN(double bw, MeasureReadBandwidthGBs(*pools.back(), o.read_bw));
     r.read_bw_gb_per_s.emplace_back(t, bw);
     r.fma_peak_gmacs.push_back(MeasureFmaPeakGmacs(*pools.back()));
+    r.f16_fma_peak_gmacs.push_back(MeasureF16FmaPeakGmacs(*pools.back()));
   }
   const int64_t total = int64_t(o.kv_dtypes.size() * o.contexts.size() * o.layouts.size() *
                                 o.threads.size() * r.prefetch_levels.size());
@@ -127,6 +128,10 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
             row.fraction_of_read_bw = row.kv_gb_per_s / row.read_bw_gb_per_s;
             const double macs = double(o.n_heads) * double(context) * 2.0 * double(o.head_dim);
             row.fma_ceiling_gb_per_s = r.fma_peak_gmacs[ti] * double(row.kv_bytes_per_token) / macs;
+            if (dtype == KvDtype::kF16) {
+              row.f16_fma_ceiling_gb_per_s =
+                  r.f16_fma_peak_gmacs[ti] * double(row.kv_bytes_per_token) / macs;
+            }
             r.rows.push_back(row);
             if (progress) progress(++done, total);
           }

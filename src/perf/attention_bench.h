@@ -80,6 +80,9 @@ struct AttentionBenchRow {
   // ran at the peak measured with `threads` threads: the compute ceiling of a kernel that turns
   // every element into f32 (the int8 VNNI path does two products per lane and may exceed it).
   double fma_ceiling_gb_per_s = 0;
+  // f16 KV only (else 0): the same ceiling at the rate of multiply-adds fed by f16 conversions
+  // (MeasureF16FmaPeakGmacs, one conversion per 4), the arithmetic an f16 row cannot avoid.
+  double f16_fma_ceiling_gb_per_s = 0;
   double fraction_of_read_bw = 0;
 };
 
@@ -87,6 +90,8 @@ struct AttentionBenchResult {
   AttentionBenchOptions options;
   std::vector<std::pair<int, double>> read_bw_gb_per_s;  // (threads, GB/s), as measured.
   std::vector<double> fma_peak_gmacs;  // Per thread count: G f32 multiply-adds/s (fma_peak.h).
+  // Per thread count: the same fed by f16 conversions (MeasureF16FmaPeakGmacs).
+  std::vector<double> f16_fma_peak_gmacs;
   std::vector<KvPrefetchLevel> prefetch_levels;  // As run: the options' or the default.
   std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads, prefetch.
 };

@@ -65,11 +65,15 @@ void AppendLevelRatios(const AttentionBenchResult& r, std::string* s) {
   }
 }
 
-double FmaPeakOf(const AttentionBenchResult& r, int threads) {
-  for (size_t i = 0; i < r.read_bw_gb_per_s.size(); ++i) {
-    if (r.read_bw_gb_per_s[i].first == threads) return r.fma_peak_gmacs[i];
+// The entry of `peaks` (one per thread count, in read_bw_gb_per_s's order) for `threads`.
+double PeakOf(const AttentionBenchResult& r, const std::vector<double>& peaks, int threads) {
+  for (size_t i = 0; i < r.read_bw_gb_per_s.size() && i < peaks.size(); ++i) {
+    if (r.read_bw_gb_per_s[i].first == threads) return peaks[i];
   }
   return 0;
+}
+double FmaPeakOf(const AttentionBenchResult& r, int threads) {
+  return PeakOf(r, r.fma_peak_gmacs, threads);
 }
 
 // Per dtype and thread count (the same for every context and layout): the KV GB/s at which the
@@ -94,7 +98,20 @@ void AppendFmaCeiling(const AttentionBenchResult& r, std::string* s) {
                               it->second->fma_ceiling_gb_per_s / it->second->read_bw_gb_per_s);
     }
     *s += "\n";
+    if (d != KvDtype::kF16) continue;
+    *s += fmt::format("{:<9}", "f16 (cvt)");
+    for (int t : r.options.threads) {
+      auto it = first.find({d, t});
+      *s += it == first.end()
+                ? fmt::format(" {:>21}", "-")
+                : fmt::format(" {:>8.1f} ({:.2f} of bw)", it->second->f16_fma_ceiling_gb_per_s,
+                              it->second->f16_fma_ceiling_gb_per_s / it->second->read_bw_gb_per_s);
+    }
+    *s += "\n";
   }
+  *s +=
+      "(f16 (cvt): at the rate of multiply-adds fed by one f16 conversion per 4, measured in "
+      "this run)\n";
 }
 
 void AppendPagedOverContiguous(const AttentionBenchResult& r, KvPrefetchLevel level,
@@ -194,6 +211,11 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
     s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.fma_peak_gmacs[i]);
   }
+  s += "\nthe same fed by f16 conversions, one per 4 multiply-adds (f16 KV at GQA 4):";
+  for (size_t i = 0; i < r.f16_fma_peak_gmacs.size(); ++i) {
+    s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
+                     r.f16_fma_peak_gmacs[i]);
+  }
   s += "\n\n";
   s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>10}\n", "kv_dtype",
                    "context", "threads", "layout", "prefetch", "KV/token", "us/token", "tokens/s",
@@ -216,7 +238,8 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
 // ("l1" | "l2"), block_size,
 // copies, n_heads, num_kv_heads, head_dim, iterations, seconds, kv_bytes_per_token,
 // us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw,
-// fma_peak_gmacs_per_s, fma_ceiling_gb_per_s.
+// fma_peak_gmacs_per_s, fma_ceiling_gb_per_s, f16_fma_peak_gmacs_per_s, and for f16 rows
+// f16_fma_ceiling_gb_per_s.
 std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const AttentionBenchRow& row : r.rows) {
@@ -241,6 +264,8 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["fraction_of_read_bw"] = row.fraction_of_read_bw;
     j["fma_peak_gmacs_per_s"] = FmaPeakOf(r, row.threads);
     j["fma_ceiling_gb_per_s"] = row.fma_ceiling_gb_per_s;
+    j["f16_fma_peak_gmacs_per_s"] = PeakOf(r, r.f16_fma_peak_gmacs, row.threads);
+    if (row.kv_dtype == KvDtype::kF16) j["f16_fma_ceiling_gb_per_s"] = row.f16_fma_ceiling_gb_per_s;
     rows.push_back(std::move(j));
   }
   return rows.dump(2);

@@ -171,8 +171,12 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
     EXPECT_EQ(row.block_size, row.layout == KvLayout::kPaged ? 16 : row.context);
     // f16 at 4 query heads per KV head: 2 multiply-adds per KV byte.
     const double peak = r->fma_peak_gmacs[row.threads == 1 ? 0 : 1];
+    const double f16_peak = r->f16_fma_peak_gmacs[row.threads == 1 ? 0 : 1];
     if (row.kv_dtype == KvDtype::kF16) {
       EXPECT_NEAR(row.fma_ceiling_gb_per_s, peak / 2, 1e-9 * peak);
+      EXPECT_NEAR(row.f16_fma_ceiling_gb_per_s, f16_peak / 2, 1e-9 * f16_peak);
+    } else {
+      EXPECT_EQ(row.f16_fma_ceiling_gb_per_s, 0);
     }
     EXPECT_GT(row.fma_ceiling_gb_per_s, 0);
   }
@@ -180,7 +184,11 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
   EXPECT_NE(text.find("paged / contiguous"), std::string::npos);
   EXPECT_NE(text.find("tokens/s over f16"), std::string::npos);
   EXPECT_NE(text.find("compute ceiling"), std::string::npos);
-  EXPECT_NE(FormatAttentionBenchJson(*r).find("\"fraction_of_read_bw\""), std::string::npos);
+  EXPECT_NE(text.find("f16 (cvt)"), std::string::npos);
+  EXPECT_NE(text.find("fed by f16 conversions"), std::string::npos);
+  const std::string json = FormatAttentionBenchJson(*r);
+  EXPECT_NE(json.find("\"fraction_of_read_bw\""), std::string::npos);
+  EXPECT_NE(json.find("\"f16_fma_ceiling_gb_per_s\""), std::string::npos);
 }
 
 // A result without running anything: f16 and int8 at two contexts, two thread counts, both
