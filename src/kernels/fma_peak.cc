@@ -26,6 +26,16 @@ HWY_BEFORE_NAMESPACE();
 namespace kvengine::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// The sum of 16 chains' accumulators: a value that depends on every result.
+template <class V>
+HWY_INLINE V SumChains(V a0, V a1, V a2, V a3, V a4, V a5, V a6, V a7, V a8, V a9, V a10, V a11,
+                       V a12, V a13, V a14, V a15) {
+  return hn::Add(
+      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
+      hn::Add(hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)),
+              hn::Add(hn::Add(a12, a13), hn::Add(a14, a15))));
+}
+
 // Runs `iterations` x kChains dependent-per-chain FMAs; returns multiply-adds done and a value
 // that depends on every result (so nothing is optimized away).
 FmaRun FmaChains(int64_t iterations) {
@@ -56,10 +66,7 @@ FmaRun FmaChains(int64_t iterations) {
     a14 = hn::MulAdd(a14, mul, add);
     a15 = hn::MulAdd(a15, mul, add);
   }
-  const auto sum = hn::Add(
-      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
-      hn::Add(hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)),
-              hn::Add(hn::Add(a12, a13), hn::Add(a14, a15))));
+  const auto sum = SumChains(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
   return {double(iterations) * kChains * double(hn::Lanes(df)), hn::GetLane(sum)};
 }
 
@@ -102,10 +109,7 @@ FmaRun F16FmaChains(int64_t iterations, const uint16_t* codes) {
     a14 = hn::MulAdd(k2, q3, a14);
     a15 = hn::MulAdd(k3, q3, a15);
   }
-  const auto sum = hn::Add(
-      hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
-      hn::Add(hn::Add(hn::Add(a8, a9), hn::Add(a10, a11)),
-              hn::Add(hn::Add(a12, a13), hn::Add(a14, a15))));
+  const auto sum = SumChains(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
   return {double(iterations) * 16 * double(lanes), hn::GetLane(sum)};
 }
 
