@@ -112,6 +112,7 @@ case "$what" in
     expect decode_prefill 'map(select(has("prefill_tokens_per_s"))) | length == 2
       and all(.[]; .depth == 0 and .batch == 1 and .prefill_tokens == 32 and .prefill_tokens_per_s > 0)' "$json"
     expect decode_values 'all(.[]; .decode_tokens_per_s > 0 and .read_bw_gb_per_s > 0
+      and (.fraction_of_read_bw - .implied_gb_per_s / .read_bw_gb_per_s | fabs) < 1e-9
       and .bytes_per_step == .weight_bytes_per_step + .kv_bytes_per_step and .threads == 1)' "$json"
     expect decode_random_fill 'all(.[]; .kv_filled_randomly == (.depth > 0))' "$json"
     expect decode_kv_grows 'map(select(.kv_dtype == "f16" and .batch == 1)) | sort_by(.depth)

@@ -54,32 +54,53 @@ uint64_t StreamingReadPass(ThreadPool& pool, std::span<const uint64_t> words) {
   return total;
 }
 
-Result<double> MeasureReadBandwidthGBs(ThreadPool& pool, const ReadBandwidthOptions& options) {
-  const size_t n_words = options.bytes / sizeof(uint64_t);
-  if (StreamingReadWords(n_words, pool.num_threads()) == 0) {
-    return InvalidArgument("read bandwidth buffer of " + std::to_string(options.bytes) +
+Result<ReadBandwidthProbe> ReadBandwidthProbe::Create(size_t bytes, ThreadPool* pool) {
+  ReadBandwidthProbe probe;
+  probe.words_ = bytes / sizeof(uint64_t);
+  KV_ASSIGN_OR_RETURN(probe.region_, HugePageRegion::Allocate(std::max<size_t>(probe.words_, 1) *
+                                                              sizeof(uint64_t)));
+  // words: [words_], every word written so that every page is committed before timing.
+  uint64_t* words = reinterpret_cast<uint64_t*>(probe.region_.data());
+  const auto fill = [words](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) words[i] = static_cast<uint64_t>(i);
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(static_cast<int64_t>(probe.words_), fill);
+  } else {
+    fill(0, static_cast<int64_t>(probe.words_));
+  }
+  return probe;
+}
+
+Result<double> ReadBandwidthProbe::Measure(ThreadPool& pool, double min_seconds,
+                                           int min_passes) const {
+  if (StreamingReadWords(words_, pool.num_threads()) == 0) {
+    return InvalidArgument("read bandwidth buffer of " + std::to_string(bytes()) +
                            " bytes is too small");
   }
-  KV_ASSIGN_OR_RETURN(HugePageRegion region, HugePageRegion::Allocate(n_words * sizeof(uint64_t)));
-  // words: [n_words], every word written so that every page is committed before timing.
-  uint64_t* words = reinterpret_cast<uint64_t*>(region.data());
-  pool.ParallelFor(static_cast<int64_t>(n_words), [words](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) words[i] = static_cast<uint64_t>(i);
-  });
-  const std::span<const uint64_t> span(words, n_words);
+  const std::span<const uint64_t> span(reinterpret_cast<const uint64_t*>(region_.data()), words_);
   volatile uint64_t sink = StreamingReadPass(pool, span);  // Warm-up: TLB, workers awake.
   const double bytes_per_pass =
-      static_cast<double>(StreamingReadWords(n_words, pool.num_threads())) * sizeof(uint64_t);
+      static_cast<double>(StreamingReadWords(words_, pool.num_threads())) * sizeof(uint64_t);
   const auto t0 = std::chrono::steady_clock::now();
   double seconds = 0;
   int passes = 0;
-  while (passes < options.min_passes || seconds < options.min_seconds) {
+  while (passes < min_passes || seconds < min_seconds) {
     sink = sink + StreamingReadPass(pool, span);
     ++passes;
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   (void)sink;
   return bytes_per_pass * passes / seconds / 1e9;
+}
+
+Result<double> MeasureReadBandwidthGBs(ThreadPool& pool, const ReadBandwidthOptions& options) {
+  if (StreamingReadWords(options.bytes / sizeof(uint64_t), pool.num_threads()) == 0) {
+    return InvalidArgument("read bandwidth buffer of " + std::to_string(options.bytes) +
+                           " bytes is too small");
+  }
+  KV_ASSIGN_OR_RETURN(ReadBandwidthProbe probe, ReadBandwidthProbe::Create(options.bytes, &pool));
+  return probe.Measure(pool, options.min_seconds, options.min_passes);
 }
 
 }  // namespace kvengine

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 
+#include "base/huge_pages.h"
 #include "base/status.h"
 #include "base/thread_pool.h"
 
@@ -53,7 +54,27 @@ uint64_t StreamingReadPass(ThreadPool& pool, std::span<const uint64_t> words);
 
 // Allocates options.bytes in 2 MiB huge pages (base/huge_pages.h), writes every word, then
 // times passes of StreamingReadPass over it with the pool's threads. Returns the mean rate over
-// the timed passes in GB/s (1e9 bytes per second). Errors: the allocation failed.
+// the timed passes in GB/s (1e9 bytes per second). Errors: the allocation failed, or the buffer
+// is too small to split over the pool's threads.
 Result<double> MeasureReadBandwidthGBs(ThreadPool& pool, const ReadBandwidthOptions& options = {});
+
+// The buffer of MeasureReadBandwidthGBs, allocated and written once and measured as often as
+// wanted: for a benchmark that measures the bandwidth beside each of its rows, since on a shared
+// machine it moves by up to 2x within a run (the Xeon VM of 2026-12-01). Move-only; one thread
+// at a time.
+class ReadBandwidthProbe {
+ public:
+  // `bytes` in huge pages, every word written (by pool's threads if given). Errors: the
+  // allocation failed.
+  static Result<ReadBandwidthProbe> Create(size_t bytes, ThreadPool* pool = nullptr);
+  // One untimed pass, then timed passes until both limits are reached: the mean GB/s. Errors:
+  // the buffer is too small to split over the pool's threads.
+  Result<double> Measure(ThreadPool& pool, double min_seconds, int min_passes) const;
+  size_t bytes() const { return words_ * sizeof(uint64_t); }
+
+ private:
+  HugePageRegion region_;
+  size_t words_ = 0;  // region_ holds words_ uint64_t, word i = i.
+};
 
 }  // namespace kvengine

@@ -52,6 +52,26 @@ TEST(ReadBandwidthTest, MeasuresAPlausibleRateOrRejectsATinyBuffer) {
   EXPECT_NE(tiny.status().message().find("too small"), std::string::npos);
 }
 
+TEST(ReadBandwidthTest, ProbeMeasuresRepeatedlyOrRejectsATinyBuffer) {
+  ThreadPool pool(2);
+  Result<ReadBandwidthProbe> probe = ReadBandwidthProbe::Create(size_t{8} << 20, &pool);
+  ASSERT_TRUE(probe.ok()) << probe.status().message();
+  EXPECT_EQ(probe->bytes(), size_t{8} << 20);
+  for (int i = 0; i < 2; ++i) {
+    const Result<double> gbs = probe->Measure(pool, 0, 1);
+    ASSERT_TRUE(gbs.ok()) << gbs.status().message();
+    EXPECT_TRUE(std::isfinite(*gbs));
+    EXPECT_GT(*gbs, 0.0);
+  }
+  ThreadPool one(1);
+  EXPECT_TRUE(probe->Measure(one, 0, 1).ok());
+  Result<ReadBandwidthProbe> tiny = ReadBandwidthProbe::Create(512);  // 32 words per thread.
+  ASSERT_TRUE(tiny.ok());
+  const Result<double> rejected = tiny->Measure(pool, 0, 1);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("too small"), std::string::npos);
+}
+
 TEST(ReadBandwidthTest, BuffersGoBeyondTheLastLevelCache) {
   constexpr uint64_t kMiB = uint64_t{1} << 20;
   // A small cache: the floor.

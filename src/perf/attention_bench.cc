@@ -73,14 +73,19 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
   r.options = o;
   r.prefetch_levels = o.prefetch_levels;
   if (r.prefetch_levels.empty()) r.prefetch_levels.push_back(DefaultKvPrefetchLevel());
-  // One pool per thread count for the whole run; the bandwidth of each, measured first.
+  // One pool per thread count for the whole run; the bandwidth of each, measured first (the
+  // header's figures) and then again after every row (the row's), over one buffer.
   std::vector<std::unique_ptr<ThreadPool>> pools;
-  for (int t : o.threads) {
-    pools.push_back(std::make_unique<ThreadPool>(t));
-    KV_ASSIGN_OR_RETURN(double bw, MeasureReadBandwidthGBs(*pools.back(), o.read_bw));
+  for (int t : o.threads) pools.push_back(std::make_unique<ThreadPool>(t));
+  KV_ASSIGN_OR_RETURN(ReadBandwidthProbe probe,
+                      ReadBandwidthProbe::Create(o.read_bw.bytes, pools.back().get()));
+  for (size_t ti = 0; ti < o.threads.size(); ++ti) {
+    const int t = o.threads[ti];
+    KV_ASSIGN_OR_RETURN(double bw,
+                        probe.Measure(*pools[ti], o.read_bw.min_seconds, o.read_bw.min_passes));
     r.read_bw_gb_per_s.emplace_back(t, bw);
-    r.fma_peak_gmacs.push_back(MeasureFmaPeakGmacs(*pools.back()));
-    r.f16_fma_peak_gmacs.push_back(MeasureF16FmaPeakGmacs(*pools.back()));
+    r.fma_peak_gmacs.push_back(MeasureFmaPeakGmacs(*pools[ti]));
+    r.f16_fma_peak_gmacs.push_back(MeasureF16FmaPeakGmacs(*pools[ti]));
   }
   const int64_t total = int64_t(o.kv_dtypes.size() * o.contexts.size() * o.layouts.size() *
                                 o.threads.size() * r.prefetch_levels.size());
@@ -110,6 +115,8 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
             AttentionKernels kernels = DefaultAttentionKernels();
             kernels.prefetch = level;
             const Timing t = TimeAttention(layer, o.n_heads, o, kernels, *pools[ti]);
+            KV_ASSIGN_OR_RETURN(const double row_bw,
+                                probe.Measure(*pools[ti], o.row_read_bw_seconds, 1));
             AttentionBenchRow row;
             row.kv_dtype = dtype;
             row.context = context;
@@ -124,7 +131,7 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
             row.us_per_token = t.seconds / double(t.iterations) * 1e6;
             row.tokens_per_s = double(t.iterations) / t.seconds;
             row.kv_gb_per_s = double(row.kv_bytes_per_token) * row.tokens_per_s / 1e9;
-            row.read_bw_gb_per_s = r.read_bw_gb_per_s[ti].second;
+            row.read_bw_gb_per_s = row_bw;
             row.fraction_of_read_bw = row.kv_gb_per_s / row.read_bw_gb_per_s;
             const double macs = double(o.n_heads) * double(context) * 2.0 * double(o.head_dim);
             row.fma_ceiling_gb_per_s = r.fma_peak_gmacs[ti] * double(row.kv_bytes_per_token) / macs;

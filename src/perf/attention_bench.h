@@ -42,6 +42,9 @@ struct AttentionBenchOptions {
   static constexpr uint64_t kMinFootprintBytes = uint64_t{192} << 20;
   uint64_t footprint_bytes = BeyondLastLevelCacheBytes(kMinFootprintBytes);
   ReadBandwidthOptions read_bw;
+  // After each row, the read bandwidth again over read_bw's buffer for at least this long: the
+  // row's fraction is against it (the machine's bandwidth moves within a run).
+  double row_read_bw_seconds = 0.05;
   uint64_t seed = 1;
 
   static constexpr const char* kContextsHelp =
@@ -75,7 +78,7 @@ struct AttentionBenchRow {
   double us_per_token = 0;
   double tokens_per_s = 0;      // Calls per second: one layer's attention for one decode token.
   double kv_gb_per_s = 0;       // kv_bytes_per_token * tokens_per_s / 1e9.
-  double read_bw_gb_per_s = 0;  // Measured in this run with `threads` threads.
+  double read_bw_gb_per_s = 0;  // Measured with `threads` threads right after this row.
   // KV GB/s if the call's f32 multiply-adds (n_heads x context x (head_dim_k + head_dim_v)) all
   // ran at the peak measured with `threads` threads: the compute ceiling of a kernel that turns
   // every element into f32 (the int8 VNNI path does two products per lane and may exceed it).
@@ -88,7 +91,8 @@ struct AttentionBenchRow {
 
 struct AttentionBenchResult {
   AttentionBenchOptions options;
-  std::vector<std::pair<int, double>> read_bw_gb_per_s;  // (threads, GB/s), as measured.
+  // (threads, GB/s), measured before the rows (each row has its own, measured after it).
+  std::vector<std::pair<int, double>> read_bw_gb_per_s;
   std::vector<double> fma_peak_gmacs;  // Per thread count: G f32 multiply-adds/s (fma_peak.h).
   // Per thread count: the same fed by f16 conversions (MeasureF16FmaPeakGmacs).
   std::vector<double> f16_fma_peak_gmacs;

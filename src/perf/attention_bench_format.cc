@@ -206,6 +206,7 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
     s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.read_bw_gb_per_s[i].second);
   }
+  s += ";\neach row's fraction is of the bandwidth measured again right after it (read bw)";
   s += "\nf32 multiply-add peak, this run (register-only FMA chains):";
   for (size_t i = 0; i < r.fma_peak_gmacs.size(); ++i) {
     s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
@@ -217,15 +218,15 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
                      r.f16_fma_peak_gmacs[i]);
   }
   s += "\n\n";
-  s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>10}\n", "kv_dtype",
-                   "context", "threads", "layout", "prefetch", "KV/token", "us/token", "tokens/s",
-                   "KV GB/s", "of read bw");
+  s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>8} {:>10}\n",
+                   "kv_dtype", "context", "threads", "layout", "prefetch", "KV/token", "us/token",
+                   "tokens/s", "KV GB/s", "read bw", "of read bw");
   for (const AttentionBenchRow& row : r.rows) {
     s += fmt::format(
-        "{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10.1f} {:>10.1f} {:>8.2f} {:>10.2f}\n",
+        "{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10.1f} {:>10.1f} {:>8.2f} {:>8.1f} {:>10.2f}\n",
         KvDtypeName(row.kv_dtype), row.context, row.threads, KvLayoutName(row.layout),
         KvPrefetchLevelName(row.prefetch), Bytes(row.kv_bytes_per_token), row.us_per_token,
-        row.tokens_per_s, row.kv_gb_per_s, row.fraction_of_read_bw);
+        row.tokens_per_s, row.kv_gb_per_s, row.read_bw_gb_per_s, row.fraction_of_read_bw);
   }
   for (KvPrefetchLevel level : r.prefetch_levels) AppendPagedOverContiguous(r, level, &s);
   for (KvPrefetchLevel level : r.prefetch_levels) AppendOverF16(r, level, &s);

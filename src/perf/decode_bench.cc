@@ -185,7 +185,11 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
   r.options = o;
   r.model = model.config().name;
   r.threads = pool.num_threads();
-  KV_ASSIGN_OR_RETURN(r.read_bw_gb_per_s, MeasureReadBandwidthGBs(pool, o.read_bw));
+  // The read bandwidth before the rows (the header's figure) and after each row (the row's),
+  // over one buffer.
+  KV_ASSIGN_OR_RETURN(ReadBandwidthProbe probe, ReadBandwidthProbe::Create(o.read_bw.bytes, &pool));
+  KV_ASSIGN_OR_RETURN(r.read_bw_gb_per_s,
+                      probe.Measure(pool, o.read_bw.min_seconds, o.read_bw.min_passes));
   const std::vector<Config> configs = Configs(o);
   // Blocks every group needs for the largest measurement (+1 per sequence for a partial block).
   const int64_t extra = o.warmup_steps + o.steps;
@@ -235,6 +239,7 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
       for (int i = 0; i < o.steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
       const double s = Since(t0);
       run.Release(seqs);
+      KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.row_read_bw_seconds, 1));
       DecodeBenchRow row;
       row.kv_dtype = dtype;
       row.depth = c.depth;
@@ -251,7 +256,8 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
       row.kv_bytes_per_step = KvBytesPerStep(*kv, c.batch, visible);
       row.implied_gb_per_s =
           double(row.weight_bytes_per_step + row.kv_bytes_per_step) * o.steps / s / 1e9;
-      row.fraction_of_read_bw = row.implied_gb_per_s / r.read_bw_gb_per_s;
+      row.read_bw_gb_per_s = row_bw;
+      row.fraction_of_read_bw = row.implied_gb_per_s / row_bw;
       r.rows.push_back(row);
       if (progress) progress(++done, total);
     }

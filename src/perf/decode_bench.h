@@ -37,6 +37,8 @@ struct DecodeBenchOptions {
   int block_size = 16;
   uint64_t seed = 1;
   ReadBandwidthOptions read_bw;
+  // After each row, the read bandwidth again over read_bw's buffer for at least this long.
+  double row_read_bw_seconds = 0.05;
 
   static constexpr const char* kDepthsHelp =
       "KV depths (tokens already in the cache) for single-sequence decode";
@@ -64,15 +66,16 @@ struct DecodeBenchRow {
   // attends to, averaged over the timed steps (data + scales, padding excluded).
   uint64_t weight_bytes_per_step = 0;
   uint64_t kv_bytes_per_step = 0;
-  double implied_gb_per_s = 0;  // (weights + KV) per step * steps / s / 1e9.
-  double fraction_of_read_bw = 0;
+  double implied_gb_per_s = 0;     // (weights + KV) per step * steps / s / 1e9.
+  double read_bw_gb_per_s = 0;     // Measured with the same pool right after this row's steps.
+  double fraction_of_read_bw = 0;  // implied_gb_per_s / read_bw_gb_per_s.
 };
 
 struct DecodeBenchResult {
   DecodeBenchOptions options;
   std::string model;
   int threads = 0;
-  double read_bw_gb_per_s = 0;       // MeasureReadBandwidthGBs with the same pool.
+  double read_bw_gb_per_s = 0;       // With the same pool, before the rows (each row has its own).
   std::vector<DecodeBenchRow> rows;  // Per dtype: the depths, then the batches.
 };
 

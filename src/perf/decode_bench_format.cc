@@ -11,7 +11,8 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
   const DecodeBenchOptions& o = r.options;
   std::string s = fmt::format(
       "Decode benchmark: {}, {} thread{}, KV block {}; read bandwidth this run {:.1f} GB/s "
-      "(streaming sum over {} MiB, {} runs side by side per thread, same threads).\n"
+      "(streaming sum over {} MiB, {} runs side by side per thread, same threads), and again "
+      "after each row (read bw, the row's fraction's denominator).\n"
       "Decode rows time {} steps after {} warm-up step{}; tokens/s counts every sequence's token.\n"
       "Depth > 0: the KV of the first `depth` positions was filled with random values, not "
       "computed (attention reads the same bytes whatever their values).\n"
@@ -27,16 +28,17 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
     }
   }
   s += "\n";
-  s += fmt::format("{:<8} {:>6} {:>5} {:>10} {:>9} {:>9} {:>11} {:>11} {:>8} {:>10}\n", "kv_dtype",
-                   "depth", "batch", "tokens/s", "per seq", "step ms", "weights MB", "KV MB/step",
-                   "GB/s", "of read bw");
+  s += fmt::format("{:<8} {:>6} {:>5} {:>10} {:>9} {:>9} {:>11} {:>11} {:>8} {:>8} {:>10}\n",
+                   "kv_dtype", "depth", "batch", "tokens/s", "per seq", "step ms", "weights MB",
+                   "KV MB/step", "GB/s", "read bw", "of read bw");
   for (const DecodeBenchRow& row : r.rows) {
     s += fmt::format(
-        "{:<8} {:>6} {:>5} {:>10.1f} {:>9.1f} {:>9.2f} {:>11.1f} {:>11.1f} {:>8.2f} "
+        "{:<8} {:>6} {:>5} {:>10.1f} {:>9.1f} {:>9.2f} {:>11.1f} {:>11.1f} {:>8.2f} {:>8.1f} "
         "{:>10.2f}\n",
         KvDtypeName(row.kv_dtype), row.depth, row.batch, row.decode_tokens_per_s,
         row.decode_tokens_per_s / row.batch, row.step_ms, double(row.weight_bytes_per_step) / 1e6,
-        double(row.kv_bytes_per_step) / 1e6, row.implied_gb_per_s, row.fraction_of_read_bw);
+        double(row.kv_bytes_per_step) / 1e6, row.implied_gb_per_s, row.read_bw_gb_per_s,
+        row.fraction_of_read_bw);
   }
   // Each dtype's single-sequence tokens/s over f16's at the same depth.
   std::string ratios;
@@ -79,7 +81,7 @@ std::string FormatDecodeBenchJson(const DecodeBenchResult& r) {
     j["kv_bytes_per_step"] = row.kv_bytes_per_step;
     j["bytes_per_step"] = row.weight_bytes_per_step + row.kv_bytes_per_step;
     j["implied_gb_per_s"] = row.implied_gb_per_s;
-    j["read_bw_gb_per_s"] = r.read_bw_gb_per_s;
+    j["read_bw_gb_per_s"] = row.read_bw_gb_per_s;
     j["fraction_of_read_bw"] = row.fraction_of_read_bw;
     rows.push_back(std::move(j));
   }

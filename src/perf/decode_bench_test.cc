@@ -71,6 +71,9 @@ TEST_F(DecodeBenchTest, RunsEachDepthThenEachBatchOncePerDtype) {
     EXPECT_EQ(row.kv_filled_randomly, row.depth > 0);
     EXPECT_EQ(row.steps, 3);
     EXPECT_GT(row.decode_tokens_per_s, 0);
+    // Its own read bandwidth, measured after its steps, is its fraction's denominator.
+    EXPECT_GT(row.read_bw_gb_per_s, 0);
+    EXPECT_DOUBLE_EQ(row.fraction_of_read_bw, row.implied_gb_per_s / row.read_bw_gb_per_s);
     EXPECT_EQ(row.weight_bytes_per_step, DecodeWeightBytes(*file_, row.batch));
     // The prefill is on the (0, 1) row only.
     EXPECT_EQ(row.prefill_tokens, i % 3 == 0 ? 20 : 0);

@@ -166,7 +166,9 @@ TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
     EXPECT_GE(row.iterations, 2);
     EXPECT_GT(row.kv_gb_per_s, 0);
     EXPECT_GE(row.copies, 1);
-    EXPECT_EQ(row.read_bw_gb_per_s, r->read_bw_gb_per_s[row.threads == 1 ? 0 : 1].second);
+    // Measured after the row, with its thread count: a rate of its own.
+    EXPECT_GT(row.read_bw_gb_per_s, 0);
+    EXPECT_TRUE(std::isfinite(row.read_bw_gb_per_s));
     EXPECT_DOUBLE_EQ(row.fraction_of_read_bw, row.kv_gb_per_s / row.read_bw_gb_per_s);
     EXPECT_EQ(row.block_size, row.layout == KvLayout::kPaged ? 16 : row.context);
     // f16 at 4 query heads per KV head: 2 multiply-adds per KV byte.
