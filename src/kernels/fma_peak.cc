@@ -70,6 +70,15 @@ FmaRun FmaChains(int64_t iterations) {
   return {double(iterations) * kChains * double(hn::Lanes(df)), hn::GetLane(sum)};
 }
 
+// a_i = k_i * q + a_i for i < 4: one query head's multiply-adds with 4 converted vectors.
+template <class V>
+HWY_INLINE void MulAdd4(V k0, V k1, V k2, V k3, V q, V& a0, V& a1, V& a2, V& a3) {
+  a0 = hn::MulAdd(k0, q, a0);
+  a1 = hn::MulAdd(k1, q, a1);
+  a2 = hn::MulAdd(k2, q, a2);
+  a3 = hn::MulAdd(k3, q, a3);
+}
+
 // kChains accumulators as FmaChains, updated as a 4-position x 4-head score tile is: each
 // iteration converts 4 f16 vectors of `codes` (a 1 KiB ring: L1) and multiply-adds each into 4
 // accumulators with 4 multipliers (kF16MacsPerConversion per conversion).
@@ -92,22 +101,10 @@ FmaRun F16FmaChains(int64_t iterations, const uint16_t* codes) {
     const auto k2 = DecodeF16(base + 2 * (at + 2 * lanes));
     const auto k3 = DecodeF16(base + 2 * (at + 3 * lanes));
     at = (at + 4 * lanes) % kRingElements;
-    a0 = hn::MulAdd(k0, q0, a0);
-    a1 = hn::MulAdd(k1, q0, a1);
-    a2 = hn::MulAdd(k2, q0, a2);
-    a3 = hn::MulAdd(k3, q0, a3);
-    a4 = hn::MulAdd(k0, q1, a4);
-    a5 = hn::MulAdd(k1, q1, a5);
-    a6 = hn::MulAdd(k2, q1, a6);
-    a7 = hn::MulAdd(k3, q1, a7);
-    a8 = hn::MulAdd(k0, q2, a8);
-    a9 = hn::MulAdd(k1, q2, a9);
-    a10 = hn::MulAdd(k2, q2, a10);
-    a11 = hn::MulAdd(k3, q2, a11);
-    a12 = hn::MulAdd(k0, q3, a12);
-    a13 = hn::MulAdd(k1, q3, a13);
-    a14 = hn::MulAdd(k2, q3, a14);
-    a15 = hn::MulAdd(k3, q3, a15);
+    MulAdd4(k0, k1, k2, k3, q0, a0, a1, a2, a3);
+    MulAdd4(k0, k1, k2, k3, q1, a4, a5, a6, a7);
+    MulAdd4(k0, k1, k2, k3, q2, a8, a9, a10, a11);
+    MulAdd4(k0, k1, k2, k3, q3, a12, a13, a14, a15);
   }
   const auto sum = SumChains(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
   return {double(iterations) * 16 * double(lanes), hn::GetLane(sum)};
