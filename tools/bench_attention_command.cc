@@ -56,8 +56,7 @@ int RunBenchAttention(BenchAttentionFlags& f) {
       o.prefetch_levels.push_back(level);
     }
   }
-  Result<uint64_t> footprint =
-      ParseBufferSizeOrAuto(f.footprint, "--footprint", o.footprint_bytes);
+  Result<uint64_t> footprint = ParseBufferSizeOrAuto(f.footprint, "--footprint", o.footprint_bytes);
   if (!footprint.ok()) return Fail(footprint.status());
   o.footprint_bytes = *footprint;
   Result<uint64_t> bw = ParseBufferSizeOrAuto(f.read_bw_size, "--read-bw-size", o.read_bw.bytes);
@@ -121,14 +120,15 @@ void RegisterBenchAttention(CLI::App* bench, int* exit_code) {
   cmd->add_option("--block-size", o.block_size, "Tokens per KV block of the paged layout")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
+  cmd->add_option("--rounds", o.rounds, AttentionBenchOptions::kRoundsHelp)
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   cmd->add_option("--min-time", o.min_seconds, AttentionBenchOptions::kMinTimeHelp)
       ->check(CLI::Range(0.0, 60.0))
       ->capture_default_str();
   cmd->add_option("--footprint", f->footprint, AttentionBenchOptions::kFootprintHelp)
       ->capture_default_str();
-  cmd->add_option("--read-bw-size", f->read_bw_size,
-                  kReadBwSizeHelp)
-      ->capture_default_str();
+  cmd->add_option("--read-bw-size", f->read_bw_size, kReadBwSizeHelp)->capture_default_str();
   cmd->add_flag("--json", f->json, "Print a JSON array of rows on stdout");
   cmd->add_option(
       "--svg", f->svg_path,

@@ -92,6 +92,10 @@ case "$what" in
     "$bin" bench attention --contexts 1k --kv-dtypes f16 -t 1 --layouts paged --min-time 0.01 \
       --read-bw-size 64MiB --json > "$json" || true
     expect attention_footprint_auto "(.[0].copies * 4194304) >= ([4 * $llc, 201326592] | max)" "$json"
+    json="$scratch/attention_rounds.json"
+    "$bin" bench attention --contexts 1k --kv-dtypes f16 -t 1 --layouts paged,contiguous \
+      --min-time 0.01 --footprint 16MiB --read-bw-size 64MiB --rounds 2 --json > "$json" || true
+    expect attention_rounds 'length == 2 and all(.[]; .rounds == 2)' "$json"
     check_error attention_bad_footprint "footprint" -- "$bin" bench attention --footprint lots
     check_error attention_bad_read_bw "read-bw-size" -- "$bin" bench attention --read-bw-size 1KiB
     json="$scratch/attention_prefetch.json"

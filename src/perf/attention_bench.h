@@ -36,6 +36,9 @@ struct AttentionBenchOptions {
   // Every row times calls until both limits are reached (after warm-up calls).
   double min_seconds = 0.3;
   int min_iterations = 5;
+  // Passes over the whole sweep; each row reports its fastest (machines are noisy: alternating
+  // the rows spreads a slow spell over all of them, and the fastest run is the least disturbed).
+  int rounds = 1;
   // Copies of the layer's KV cycled through, enough for at least this many bytes, so that each
   // call reads from DRAM as a decode step over many layers does: 4x the last-level cache, at
   // least 192 MiB (BeyondLastLevelCacheBytes, kernels/read_bandwidth.h).
@@ -59,6 +62,9 @@ struct AttentionBenchOptions {
       "Where the kernel prefetches the KV ahead: auto (this CPU's default: l1 where the L1 data "
       "cache holds >= 48 KiB, else l2), l1, l2";
   static constexpr const char* kMinTimeHelp = "Seconds to time each row at least";
+  static constexpr const char* kRoundsHelp =
+      "Passes over the whole sweep; each row reports its fastest pass (with that pass's read "
+      "bandwidth)";
   static constexpr const char* kFootprintHelp =
       "Cycle through copies of the KV totalling at least this many bytes; auto: 4x the "
       "last-level cache, at least 192MiB";
@@ -72,7 +78,8 @@ struct AttentionBenchRow {
   KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
   int block_size = 0;               // 16 (paged) or the context (contiguous).
   int copies = 0;                   // KV copies cycled through.
-  int64_t iterations = 0;           // Timed calls.
+  int rounds = 1;                   // The sweep's passes; this row is the fastest of them.
+  int64_t iterations = 0;           // Timed calls (of the fastest pass).
   double seconds = 0;               // Their total wall time (steady clock).
   uint64_t kv_bytes_per_token = 0;  // K/V data + scales one call reads (padding excluded).
   double us_per_token = 0;

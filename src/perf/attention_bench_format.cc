@@ -207,6 +207,9 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
                      r.read_bw_gb_per_s[i].second);
   }
   s += ";\neach row's fraction is of the bandwidth measured again right after it (read bw)";
+  if (o.rounds > 1) {
+    s += fmt::format(";\neach row is the fastest of {} passes over the whole sweep", o.rounds);
+  }
   s += "\nf32 multiply-add peak, this run (register-only FMA chains):";
   for (size_t i = 0; i < r.fma_peak_gmacs.size(); ++i) {
     s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
@@ -236,7 +239,7 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
 }
 
 // Fields of each row: kv_dtype, context, threads, layout ("paged" | "contiguous"), prefetch
-// ("l1" | "l2"), block_size,
+// ("l1" | "l2"), block_size, rounds,
 // copies, n_heads, num_kv_heads, head_dim, iterations, seconds, kv_bytes_per_token,
 // us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw,
 // fma_peak_gmacs_per_s, fma_ceiling_gb_per_s, f16_fma_peak_gmacs_per_s, and for f16 rows
@@ -251,6 +254,7 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["layout"] = std::string(KvLayoutName(row.layout));
     j["prefetch"] = std::string(KvPrefetchLevelName(row.prefetch));
     j["block_size"] = row.block_size;
+    j["rounds"] = row.rounds;
     j["copies"] = row.copies;
     j["n_heads"] = r.options.n_heads;
     j["num_kv_heads"] = r.options.num_kv_heads;

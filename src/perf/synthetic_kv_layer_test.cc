@@ -142,7 +142,43 @@ AttentionBenchOptions QuickOptions() {
   o.read_bw.bytes = 4 << 20;
   o.read_bw.min_seconds = 0;
   o.read_bw.min_passes = 1;
+  o.row_read_bw_seconds = 0;
   return o;
+}
+
+// Rounds: the sweep runs that many times and each row keeps its fastest run, in the same order.
+TEST(AttentionBenchTest, RoundsKeepEachRowsFastestInTheSweepsOrder) {
+  AttentionBenchOptions o = QuickOptions();
+  o.contexts = {64, 128};
+  o.kv_dtypes = {KvDtype::kF16, KvDtype::kInt8};
+  o.threads = {1};
+  o.n_heads = 4;
+  o.num_kv_heads = 1;
+  o.layouts = {KvLayout::kPaged};
+  o.rounds = 3;
+  std::vector<int64_t> totals;
+  int64_t last_done = -1;
+  Result<AttentionBenchResult> r = RunAttentionBench(o, [&](int64_t done, int64_t total) {
+    last_done = done;
+    totals.push_back(total);
+  });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->rows.size(), 4u);
+  EXPECT_EQ(last_done, 12);
+  for (int64_t t : totals) EXPECT_EQ(t, 12);
+  const KvDtype dtypes[] = {KvDtype::kF16, KvDtype::kF16, KvDtype::kInt8, KvDtype::kInt8};
+  const int64_t contexts[] = {64, 128, 64, 128};
+  for (size_t i = 0; i < r->rows.size(); ++i) {
+    const AttentionBenchRow& row = r->rows[i];
+    EXPECT_EQ(row.kv_dtype, dtypes[i]);
+    EXPECT_EQ(row.context, contexts[i]);
+    EXPECT_EQ(row.rounds, 3);
+    EXPECT_GT(row.us_per_token, 0);
+    EXPECT_DOUBLE_EQ(row.fraction_of_read_bw, row.kv_gb_per_s / row.read_bw_gb_per_s);
+  }
+  EXPECT_NE(FormatAttentionBenchText(*r).find("fastest of 3 passes"), std::string::npos);
+  o.rounds = 0;
+  EXPECT_FALSE(RunAttentionBench(o).ok());
 }
 
 TEST(AttentionBenchTest, TinySweepGivesOneRowPerPointWithItsBandwidth) {
