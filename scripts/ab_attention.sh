@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compares kvengine binaries on `kvengine bench attention` on a noisy machine: runs each binary in
-# turn, ROUNDS times, and prints per binary and row the fastest us/token and every run's.
+# turn, ROUNDS times, and prints per binary and row (dtype, context, threads, layout, prefetch
+# level) the fastest us/token and every run's.
 # Alternating the binaries spreads the machine's slow spells over all of them; the fastest run is
 # the least disturbed (BENCHMARKS.md uses it where single runs moved by more than the change).
 #
@@ -19,12 +20,12 @@ for _ in $(seq "$rounds"); do
   for bin in "$@"; do
     # shellcheck disable=SC2086  # The flags are split on purpose.
     "$bin" bench attention $flags 2>/dev/null |
-      awk -v b="$bin" '$4 == "paged" || $4 == "contiguous" { print b, $1, $2, $3, $4, $8 }'
+      awk -v b="$bin" '$4 == "paged" || $4 == "contiguous" { print b, $1, $2, $3, $4, $5, $8 }'
   done
 done | awk '{
-  key = $1 " " $2 " " $3 " " $4 " " $5
-  if (!(key in best) || $6 < best[key]) best[key] = $6
-  runs[key] = runs[key] " " $6
+  key = $1 " " $2 " " $3 " " $4 " " $5 " " $6
+  if (!(key in best) || $7 < best[key]) best[key] = $7
+  runs[key] = runs[key] " " $7
 } END {
   for (key in best) print key, "fastest", best[key], "runs", runs[key]
 }' | sort -k2,2 -k3,3n -k1,1
