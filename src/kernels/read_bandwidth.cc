@@ -95,10 +95,6 @@ Result<double> ReadBandwidthProbe::Measure(ThreadPool& pool, double min_seconds,
 }
 
 Result<double> MeasureReadBandwidthGBs(ThreadPool& pool, const ReadBandwidthOptions& options) {
-  if (StreamingReadWords(options.bytes / sizeof(uint64_t), pool.num_threads()) == 0) {
-    return InvalidArgument("read bandwidth buffer of " + std::to_string(options.bytes) +
-                           " bytes is too small");
-  }
   KV_ASSIGN_OR_RETURN(ReadBandwidthProbe probe, ReadBandwidthProbe::Create(options.bytes, &pool));
   return probe.Measure(pool, options.min_seconds, options.min_passes);
 }

@@ -86,7 +86,6 @@ Result<AttentionBenchRow> MeasureRow(const AttentionBenchOptions& o, const Synth
   row.prefetch = level;
   row.block_size = layer.view().block_size;
   row.copies = spec.copies;
-  row.rounds = o.rounds;
   row.iterations = t.iterations;
   row.seconds = t.seconds;
   row.kv_bytes_per_token = layer.kv_bytes_per_query();
@@ -118,6 +117,30 @@ Status Validate(const AttentionBenchOptions& o) {
   if (o.rounds < 1 || o.rounds > 100) return InvalidArgument("rounds must be 1..100");
   if (!(o.min_seconds >= 0) || o.min_iterations < 1) {
     return InvalidArgument("the minimum time must be >= 0 and the minimum iterations >= 1");
+  }
+  return Status::Ok();
+}
+
+// One pass over the sweep (dtype-major, then context, layout, threads, prefetch level): every
+// row, in that order, to keep(row). r holds the peaks measured per thread count.
+template <class Keep>
+Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
+                 const std::vector<std::unique_ptr<ThreadPool>>& pools,
+                 const ReadBandwidthProbe& probe, const Keep& keep) {
+  for (KvDtype dtype : o.kv_dtypes) {
+    for (int64_t context : o.contexts) {
+      for (KvLayout layout : o.layouts) {
+        KV_ASSIGN_OR_RETURN(const SyntheticKvLayer layer, BuildLayer(o, dtype, context, layout));
+        for (size_t ti = 0; ti < o.threads.size(); ++ti) {
+          for (KvPrefetchLevel level : r.prefetch_levels) {
+            KV_ASSIGN_OR_RETURN(AttentionBenchRow row,
+                                MeasureRow(o, layer, level, *pools[ti], probe, r.fma_peak_gmacs[ti],
+                                           r.f16_fma_peak_gmacs[ti]));
+            keep(row);
+          }
+        }
+      }
+    }
   }
   return Status::Ok();
 }
@@ -154,27 +177,16 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
   // once); a row keeps its fastest round, with that round's read bandwidth.
   for (int round = 0; round < o.rounds; ++round) {
     size_t at = 0;  // The row this measurement is, in the sweep's order.
-    for (KvDtype dtype : o.kv_dtypes) {
-      for (int64_t context : o.contexts) {
-        for (KvLayout layout : o.layouts) {
-          KV_ASSIGN_OR_RETURN(const SyntheticKvLayer layer, BuildLayer(o, dtype, context, layout));
-          for (size_t ti = 0; ti < o.threads.size(); ++ti) {
-            for (KvPrefetchLevel level : r.prefetch_levels) {
-              KV_ASSIGN_OR_RETURN(AttentionBenchRow row,
-                                  MeasureRow(o, layer, level, *pools[ti], probe,
-                                             r.fma_peak_gmacs[ti], r.f16_fma_peak_gmacs[ti]));
-              if (round == 0) {
-                r.rows.push_back(row);
-              } else if (row.us_per_token < r.rows[at].us_per_token) {
-                r.rows[at] = row;
-              }
-              ++at;
-              if (progress) progress(++done, total);
-            }
-          }
-        }
+    const auto keep = [&](const AttentionBenchRow& row) {
+      if (round == 0) {
+        r.rows.push_back(row);
+      } else if (row.us_per_token < r.rows[at].us_per_token) {
+        r.rows[at] = row;
       }
-    }
+      ++at;
+      if (progress) progress(++done, total);
+    };
+    KV_RETURN_IF_ERROR(SweepOnce(o, r, pools, probe, keep));
   }
   return r;
 }

@@ -78,8 +78,7 @@ struct AttentionBenchRow {
   KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
   int block_size = 0;               // 16 (paged) or the context (contiguous).
   int copies = 0;                   // KV copies cycled through.
-  int rounds = 1;                   // The sweep's passes; this row is the fastest of them.
-  int64_t iterations = 0;           // Timed calls (of the fastest pass).
+  int64_t iterations = 0;           // Timed calls (of the fastest of options.rounds passes).
   double seconds = 0;               // Their total wall time (steady clock).
   uint64_t kv_bytes_per_token = 0;  // K/V data + scales one call reads (padding excluded).
   double us_per_token = 0;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "perf/attention_bench.h"
@@ -88,26 +89,20 @@ void AppendFmaCeiling(const AttentionBenchResult& r, std::string* s) {
   *s += fmt::format("{:<9}", "kv_dtype");
   for (int t : r.options.threads) *s += fmt::format(" {:>21}", ThreadsWord(t));
   *s += "\n";
+  // One line: `label`, then per thread count dtype d's `ceiling` and its fraction of the bw.
+  const auto line = [&](KvDtype d, std::string_view label, double AttentionBenchRow::*ceiling) {
+    *s += fmt::format("{:<9}", label);
+    for (int t : r.options.threads) {
+      auto it = first.find({d, t});
+      *s += it == first.end() ? fmt::format(" {:>21}", "-")
+                              : fmt::format(" {:>8.1f} ({:.2f} of bw)", it->second->*ceiling,
+                                            it->second->*ceiling / it->second->read_bw_gb_per_s);
+    }
+    *s += "\n";
+  };
   for (KvDtype d : r.options.kv_dtypes) {
-    *s += fmt::format("{:<9}", KvDtypeName(d));
-    for (int t : r.options.threads) {
-      auto it = first.find({d, t});
-      *s += it == first.end()
-                ? fmt::format(" {:>21}", "-")
-                : fmt::format(" {:>8.1f} ({:.2f} of bw)", it->second->fma_ceiling_gb_per_s,
-                              it->second->fma_ceiling_gb_per_s / it->second->read_bw_gb_per_s);
-    }
-    *s += "\n";
-    if (d != KvDtype::kF16) continue;
-    *s += fmt::format("{:<9}", "f16 (cvt)");
-    for (int t : r.options.threads) {
-      auto it = first.find({d, t});
-      *s += it == first.end()
-                ? fmt::format(" {:>21}", "-")
-                : fmt::format(" {:>8.1f} ({:.2f} of bw)", it->second->f16_fma_ceiling_gb_per_s,
-                              it->second->f16_fma_ceiling_gb_per_s / it->second->read_bw_gb_per_s);
-    }
-    *s += "\n";
+    line(d, KvDtypeName(d), &AttentionBenchRow::fma_ceiling_gb_per_s);
+    if (d == KvDtype::kF16) line(d, "f16 (cvt)", &AttentionBenchRow::f16_fma_ceiling_gb_per_s);
   }
   *s +=
       "(f16 (cvt): at the rate of multiply-adds fed by one f16 conversion per 4, measured in "
@@ -210,16 +205,17 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
   if (o.rounds > 1) {
     s += fmt::format(";\neach row is the fastest of {} passes over the whole sweep", o.rounds);
   }
+  // Per thread count (read_bw_gb_per_s's order): "1 thread X G/s, 2 threads Y G/s".
+  const auto peaks = [&](const std::vector<double>& gmacs) {
+    for (size_t i = 0; i < gmacs.size(); ++i) {
+      s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
+                       gmacs[i]);
+    }
+  };
   s += "\nf32 multiply-add peak, this run (register-only FMA chains):";
-  for (size_t i = 0; i < r.fma_peak_gmacs.size(); ++i) {
-    s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
-                     r.fma_peak_gmacs[i]);
-  }
+  peaks(r.fma_peak_gmacs);
   s += "\nthe same fed by f16 conversions, one per 4 multiply-adds (f16 KV at GQA 4):";
-  for (size_t i = 0; i < r.f16_fma_peak_gmacs.size(); ++i) {
-    s += fmt::format("{} {} {:.1f} G/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
-                     r.f16_fma_peak_gmacs[i]);
-  }
+  peaks(r.f16_fma_peak_gmacs);
   s += "\n\n";
   s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>8} {:>10}\n",
                    "kv_dtype", "context", "threads", "layout", "prefetch", "KV/token", "us/token",
@@ -254,7 +250,7 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["layout"] = std::string(KvLayoutName(row.layout));
     j["prefetch"] = std::string(KvPrefetchLevelName(row.prefetch));
     j["block_size"] = row.block_size;
-    j["rounds"] = row.rounds;
+    j["rounds"] = r.options.rounds;
     j["copies"] = row.copies;
     j["n_heads"] = r.options.n_heads;
     j["num_kv_heads"] = r.options.num_kv_heads;

@@ -172,10 +172,11 @@ TEST(AttentionBenchTest, RoundsKeepEachRowsFastestInTheSweepsOrder) {
     const AttentionBenchRow& row = r->rows[i];
     EXPECT_EQ(row.kv_dtype, dtypes[i]);
     EXPECT_EQ(row.context, contexts[i]);
-    EXPECT_EQ(row.rounds, 3);
     EXPECT_GT(row.us_per_token, 0);
     EXPECT_DOUBLE_EQ(row.fraction_of_read_bw, row.kv_gb_per_s / row.read_bw_gb_per_s);
   }
+  EXPECT_EQ(r->options.rounds, 3);
+  EXPECT_EQ(CountOccurrences(FormatAttentionBenchJson(*r), "\"rounds\": 3"), 4u);
   EXPECT_NE(FormatAttentionBenchText(*r).find("fastest of 3 passes"), std::string::npos);
   o.rounds = 0;
   EXPECT_FALSE(RunAttentionBench(o).ok());
