@@ -4,6 +4,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct FmaRun {
   double macs = 0;
   float sink = 0;
 };
+// f16 codes F16FmaChains cycles through (1 KiB: stays in L1), a multiple of 4 vectors.
+inline constexpr size_t kF16RingElements = 512;
 }  // namespace kvengine
 #endif
 
@@ -80,13 +83,12 @@ HWY_INLINE void MulAdd4(V k0, V k1, V k2, V k3, V q, V& a0, V& a1, V& a2, V& a3)
 }
 
 // kChains accumulators as FmaChains, updated as a 4-position x 4-head score tile is: each
-// iteration converts 4 f16 vectors of `codes` (a 1 KiB ring: L1) and multiply-adds each into 4
-// accumulators with 4 multipliers (kF16MacsPerConversion per conversion).
+// iteration converts 4 f16 vectors of `codes` (kF16RingElements, a ring in L1) and multiply-adds
+// each into 4 accumulators with 4 multipliers (kF16MacsPerConversion per conversion).
 FmaRun F16FmaChains(int64_t iterations, const uint16_t* codes) {
   const hn::ScalableTag<float> df;
   const size_t lanes = hn::Lanes(df);
   static_assert(kF16MacsPerConversion == 4);
-  constexpr size_t kRingElements = 512;  // 1 KiB of f16.
   auto acc = [&](int i) { return hn::Set(df, 1e-7f * float(i)); };
   auto a0 = acc(0), a1 = acc(1), a2 = acc(2), a3 = acc(3), a4 = acc(4), a5 = acc(5), a6 = acc(6),
        a7 = acc(7), a8 = acc(8), a9 = acc(9), a10 = acc(10), a11 = acc(11), a12 = acc(12),
@@ -100,7 +102,7 @@ FmaRun F16FmaChains(int64_t iterations, const uint16_t* codes) {
     const auto k1 = DecodeF16(base + 2 * (at + lanes));
     const auto k2 = DecodeF16(base + 2 * (at + 2 * lanes));
     const auto k3 = DecodeF16(base + 2 * (at + 3 * lanes));
-    at = (at + 4 * lanes) % kRingElements;
+    at = (at + 4 * lanes) % kF16RingElements;
     MulAdd4(k0, k1, k2, k3, q0, a0, a1, a2, a3);
     MulAdd4(k0, k1, k2, k3, q1, a4, a5, a6, a7);
     MulAdd4(k0, k1, k2, k3, q2, a8, a9, a10, a11);
@@ -161,7 +163,7 @@ double MeasureFmaPeakGmacs(ThreadPool& pool, const FmaPeakOptions& options) {
 double MeasureF16FmaPeakGmacs(ThreadPool& pool, const FmaPeakOptions& options) {
   constexpr int64_t kIterations = 1 << 20;
   // Random finite f16 codes in [-2, 2] (exponent below 16), the same ring for every thread.
-  std::vector<uint16_t> codes(512);
+  std::vector<uint16_t> codes(kF16RingElements);
   uint32_t x = 12345;
   for (uint16_t& c : codes) {
     x = x * 1664525u + 1013904223u;
