@@ -21,6 +21,11 @@
 #     tests run the baseline EMU128 (16-byte vectors, like SSE4), AVX2 and AVX3 under the
 #     sanitizers; the Release build compiles and tests every target;
 #   - only the test binaries labelled fast or soak (KVENGINE_TEST_LABELS); no benchmarks.
+#
+# No precompiled headers. GoogleTest's, precompiled per test binary (measured 2026-12-02 in the
+# release flavour), saved 63 s of CPU over the 102 test sources but took 145 s to build the 26
+# headers (113 MB each): the build got slower. One header shared by every binary is not
+# possible, because their definitions differ (_FILE_OFFSET_BITS, the libraries' own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour="${1:-release}"
