@@ -74,14 +74,14 @@ Result<ReadBandwidthProbe> ReadBandwidthProbe::Create(size_t bytes, ThreadPool* 
 
 Result<double> ReadBandwidthProbe::Measure(ThreadPool& pool, double min_seconds,
                                            int min_passes) const {
-  if (StreamingReadWords(words_, pool.num_threads()) == 0) {
+  const size_t words_per_pass = StreamingReadWords(words_, pool.num_threads());
+  if (words_per_pass == 0) {
     return InvalidArgument("read bandwidth buffer of " + std::to_string(bytes()) +
                            " bytes is too small");
   }
   const std::span<const uint64_t> span(reinterpret_cast<const uint64_t*>(region_.data()), words_);
   volatile uint64_t sink = StreamingReadPass(pool, span);  // Warm-up: TLB, workers awake.
-  const double bytes_per_pass =
-      static_cast<double>(StreamingReadWords(words_, pool.num_threads())) * sizeof(uint64_t);
+  const double bytes_per_pass = static_cast<double>(words_per_pass) * sizeof(uint64_t);
   const auto t0 = std::chrono::steady_clock::now();
   double seconds = 0;
   int passes = 0;

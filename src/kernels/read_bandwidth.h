@@ -32,6 +32,9 @@ struct ReadBandwidthOptions {
   // Timed passes continue until both limits are reached (after one untimed warm-up pass).
   double min_seconds = 0.2;
   int min_passes = 3;
+  // A benchmark that measures again after each of its rows (ReadBandwidthProbe) times at least
+  // this long, at least one pass: the machine's bandwidth moves within a run.
+  double row_min_seconds = 0.05;
 };
 
 // Runs each thread reads side by side, a cache line of each per step. One sequential stream per

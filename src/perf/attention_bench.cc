@@ -76,7 +76,7 @@ Result<AttentionBenchRow> MeasureRow(const AttentionBenchOptions& o, const Synth
   AttentionKernels kernels = DefaultAttentionKernels();
   kernels.prefetch = level;
   const Timing t = TimeAttention(layer, o.n_heads, o, kernels, pool);
-  KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.row_read_bw_seconds, 1));
+  KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.read_bw.row_min_seconds, 1));
   const SyntheticKvSpec& spec = layer.spec();
   AttentionBenchRow row;
   row.kv_dtype = spec.dtype;

@@ -44,10 +44,9 @@ struct AttentionBenchOptions {
   // least 192 MiB (BeyondLastLevelCacheBytes, kernels/read_bandwidth.h).
   static constexpr uint64_t kMinFootprintBytes = uint64_t{192} << 20;
   uint64_t footprint_bytes = BeyondLastLevelCacheBytes(kMinFootprintBytes);
+  // Measured before the rows and again after each (read_bw.row_min_seconds): a row's fraction
+  // is of the figure after it.
   ReadBandwidthOptions read_bw;
-  // After each row, the read bandwidth again over read_bw's buffer for at least this long: the
-  // row's fraction is against it (the machine's bandwidth moves within a run).
-  double row_read_bw_seconds = 0.05;
   uint64_t seed = 1;
 
   static constexpr const char* kContextsHelp =

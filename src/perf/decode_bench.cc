@@ -239,7 +239,7 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
       for (int i = 0; i < o.steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
       const double s = Since(t0);
       run.Release(seqs);
-      KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.row_read_bw_seconds, 1));
+      KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.read_bw.row_min_seconds, 1));
       DecodeBenchRow row;
       row.kv_dtype = dtype;
       row.depth = c.depth;

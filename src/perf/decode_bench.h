@@ -36,9 +36,7 @@ struct DecodeBenchOptions {
   int warmup_steps = 1;                            // Untimed steps before them.
   int block_size = 16;
   uint64_t seed = 1;
-  ReadBandwidthOptions read_bw;
-  // After each row, the read bandwidth again over read_bw's buffer for at least this long.
-  double row_read_bw_seconds = 0.05;
+  ReadBandwidthOptions read_bw;  // Before the rows and after each (read_bw.row_min_seconds).
 
   static constexpr const char* kDepthsHelp =
       "KV depths (tokens already in the cache) for single-sequence decode";

@@ -142,7 +142,7 @@ AttentionBenchOptions QuickOptions() {
   o.read_bw.bytes = 4 << 20;
   o.read_bw.min_seconds = 0;
   o.read_bw.min_passes = 1;
-  o.row_read_bw_seconds = 0;
+  o.read_bw.row_min_seconds = 0;
   return o;
 }
 
