@@ -1,13 +1,13 @@
 // SIMD weight kernels (MatMul rows, DequantizeRow), compiled once per Highway target.
 //
-// Shape of MatMul: output rows are taken kRowTile at a time and tokens kTokenTile at a time; one
-// "tile" call computes the kRowTile x T dot products of those rows and tokens in a single pass
-// over the columns, so every decoded weight vector is used T times and every activation vector
-// kRowTile times. Rows are taken a panel (kPanelBytes of weights) at a time, and every token tile
-// passes over a panel while it sits in L2, so each weight byte is read from memory once per call
-// (per token block of up to 366 tokens) however many tokens there are; the panel's last pass
-// prefetches the next panel. A decode batch (1-3 tokens) streams its rows as four long runs side
-// by side instead (DecodeStreams).
+// Shape of MatMul: tokens are taken a token tile at a time (kTokenTiles: 16 on AVX-512) and
+// output rows a few at a time (the tile's R); one tile call computes the R x T dot products of
+// those rows and tokens in a single pass over the columns, so every decoded weight vector is used
+// T times and every activation vector R times. Rows are taken a panel (kPanelBytes of weights) at
+// a time, and every token tile passes over a panel while it sits in L2, so each weight byte is
+// read from memory once per block of kBlockTokens tokens however many tokens there are; the
+// panel's last pass prefetches the next panel. A decode batch (1-3 tokens) streams its rows as
+// four long runs side by side instead (DecodeStreams).
 //
 // Batch invariance (matmul.h): each dot product owns one vector accumulator, updated by
 //   acc = MulAdd(w[c .. c + L), x[c .. c + L), acc)   for c = 0, L, 2L, ... (L = lanes),
@@ -26,9 +26,11 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "base/check.h"
+#include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/kernel_ref.h"
@@ -43,22 +45,43 @@ HWY_BEFORE_NAMESPACE();
 namespace kvengine::HWY_NAMESPACE {
 namespace {
 
-constexpr size_t kRowTile = 4;
-// Accumulators per tile: kRowTile * kTokenTile vectors, plus kTokenTile activation vectors and one
-// weight vector. 4 x 6 (24 + 6 + 1 = 31) fits AVX-512's 32 registers; targets with 16 registers
-// use 4 x 2. On Zen 5, 4 x 6 reaches 123 GFLOPS per thread at 16 tokens (F16), 4 x 4 89; the
-// machine's FMA peak is 220 GFLOPS per core.
+// Token tiles (tokens per pass over a panel of rows) and the rows each takes at a time. A tile
+// holds R x T accumulators, R decoded weight vectors and one activation vector in registers; each
+// decoded weight vector is used T times, each activation vector R times. The activations come
+// packed (PackTokenTile): one pointer and constant offsets reach every token's vector, so no
+// per-token pointer competes for the general registers or reloads from the stack. On the Intel
+// AVX-512 VM of BENCHMARKS.md the packed 4 x 6 tile ran 5-25% faster than the same tile over
+// per-token pointers (kernels_bench BM_MatMulShape). Longer token tiles (1 x 16, 2 x 8, 2 x 12,
+// each decoded weight used more often) ran no faster there once the activations came from L2
+// rather than L1, with or without blocking the columns so that they stay in L1.
+struct TokenTileShape {
+  size_t tokens;
+  size_t rows;
+};
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-constexpr size_t kTokenTile = 6;
+// 32 vector registers: 4 x 6 (24 + 4 + 1 = 29). On Zen 5, 4 x 6 reached 123 GFLOPS per thread
+// at 16 tokens (F16), 4 x 4 89; the machine's FMA peak is 220 GFLOPS per core.
+constexpr TokenTileShape kTokenTiles[] = {{6, 4}, {4, 4}, {2, 4}, {1, 4}};
 #else
-constexpr size_t kTokenTile = 2;
+// 16 vector registers: 4 x 2 (8 + 4 + 1 = 13).
+constexpr TokenTileShape kTokenTiles[] = {{2, 4}, {1, 4}};
 #endif
-// Weight bytes of one panel of rows (MatMulLoop): they stay in L2 beside a token tile's activations
-// (6 x 5632 floats = 132 KiB for a down projection) while every token tile passes over them.
+// Rows per tile (every shape's R), and the unit that panels are rounded to.
+constexpr size_t kRowTile = 4;
+static_assert(std::all_of(std::begin(kTokenTiles), std::end(kTokenTiles),
+                          [](TokenTileShape s) { return s.rows == kRowTile; }));
+// Weight bytes of one panel of rows (MatMulLoop): they stay in L2 beside a token tile's packed
+// activations (6 x 5632 floats = 132 KiB for a down projection) while every token tile passes
+// over them.
 constexpr size_t kPanelBytes = 256 * 1024;
-// Token-tile passes over one panel at most (a token block: kMaxTokenPasses - 3 full tiles plus
-// the 4/2/1 tail tiles).
-constexpr size_t kMaxTokenPasses = 64;
+// Tokens per block (MatMulLoop): every token of a block passes over a panel before the next
+// panel is read, so the weights are read from memory once per block. The block's activations are
+// packed once per call into a buffer per thread (192 x 5632 floats on AVX-512: 4.1 MiB).
+constexpr int64_t kBlockTokens = 32 * kTokenTiles[0].tokens;
+// Token-tile passes over one panel at most: the block's full tiles and one of each smaller shape
+// (each smaller shape is at most one tile: the shapes after the first halve, 4 then 2 then 1).
+constexpr size_t kMaxTokenPasses =
+    size_t(kBlockTokens) / kTokenTiles[0].tokens + std::size(kTokenTiles) - 1;
 // Software prefetch distance along each weight row (a prefetch past the row's end is harmless).
 constexpr size_t kPrefetchBytes = 1024;
 
@@ -94,34 +117,41 @@ enum class Prefetch { kNone, kAhead, kOther };
 
 template <class W>
 struct FloatTile {
+  // The T tokens' activations are packed by PackTokenTile at xp. The weights of each vector are
+  // decoded first, then each token's vector is loaded once and used by the R rows.
   template <size_t R, size_t T, Prefetch P>
-  static void Run(const uint8_t* const* rows, const uint8_t* const* pf, const float* const* xs,
-                  size_t cols, float (&out)[R][T]) {
+  static void Run(const uint8_t* const* rows, const uint8_t* const* pf, const float* xp,
+                        size_t cols, float (&out)[R][T]) {
     const DF df;
     const size_t lanes = hn::Lanes(df);
     VF acc[R][T];
     for (size_t r = 0; r < R; ++r) {
       for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
     }
-    size_t c = 0;
-    for (; c + lanes <= cols; c += lanes) {
-      VF xv[T];
-      for (size_t t = 0; t < T; ++t) xv[t] = hn::LoadU(df, xs[t] + c);
+    const size_t full = cols / lanes;
+    for (size_t v = 0; v < full; ++v, xp += T * lanes) {
+      const size_t c = v * lanes;
+      VF wv[R];
       for (size_t r = 0; r < R; ++r) {
         if constexpr (P != Prefetch::kNone) hwy::Prefetch(pf[r] + c * W::kBytes);
-        const VF wv = W::Decode(rows[r] + c * W::kBytes);
-        for (size_t t = 0; t < T; ++t) acc[r][t] = hn::MulAdd(wv, xv[t], acc[r][t]);
+        wv[r] = W::Decode(rows[r] + c * W::kBytes);
+      }
+      for (size_t t = 0; t < T; ++t) {
+        const VF xv = hn::Load(df, xp + t * lanes);
+        for (size_t r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
       }
     }
-    if (c < cols) {  // Partial vector: weights and activations zero-padded, so padding adds 0.
-      const size_t rem = cols - c;
-      HWY_ALIGN float xpad[T][kMaxLanes] = {};
-      for (size_t t = 0; t < T; ++t) std::memcpy(xpad[t], xs[t] + c, rem * sizeof(float));
+    if (full * lanes < cols) {  // Partial vector: weights zero-padded here, activations by PackTokenTile.
+      const size_t c = full * lanes;
+      VF wv[R];
       for (size_t r = 0; r < R; ++r) {
         HWY_ALIGN uint8_t wpad[kMaxLanes * W::kBytes] = {};
-        std::memcpy(wpad, rows[r] + c * W::kBytes, rem * W::kBytes);
-        const VF wv = W::Decode(wpad);
-        for (size_t t = 0; t < T; ++t) acc[r][t] = hn::MulAdd(wv, hn::Load(df, xpad[t]), acc[r][t]);
+        std::memcpy(wpad, rows[r] + c * W::kBytes, (cols - c) * W::kBytes);
+        wv[r] = W::Decode(wpad);
+      }
+      for (size_t t = 0; t < T; ++t) {
+        const VF xv = hn::Load(df, xp + t * lanes);
+        for (size_t r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
       }
     }
     for (size_t r = 0; r < R; ++r) {
@@ -131,6 +161,31 @@ struct FloatTile {
 };
 
 // ------------------------------ the loop over panels, token tiles and row tiles.
+
+// Vectors (of the target's lanes) that cover `cols` elements, the last one zero padded.
+HWY_INLINE size_t PackedVectors(size_t cols) { return (cols + hn::Lanes(DF()) - 1) / hn::Lanes(DF()); }
+
+// Packs tokens [0, n) of x (rows of `cols` floats) for a tile of n tokens: vector v of token t at
+// xp + (v * n + t) * lanes, for v < PackedVectors(cols); the lanes past `cols` are zero.
+HWY_INLINE void PackTokenTile(const float* x, size_t n, size_t cols, float* xp) {
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
+  const size_t full = cols / lanes;
+  for (size_t v = 0; v < full; ++v) {
+    for (size_t t = 0; t < n; ++t) {
+      hn::Store(hn::LoadU(df, x + t * cols + v * lanes), df, xp + (v * n + t) * lanes);
+    }
+  }
+  if (full * lanes == cols) return;
+  const size_t rem = cols - full * lanes;
+  for (size_t t = 0; t < n; ++t) {
+    float* dst = xp + (full * n + t) * lanes;
+    hn::Store(hn::Zero(df), df, dst);
+    std::memcpy(dst, x + t * cols + full * lanes, rem * sizeof(float));
+  }
+}
+
+
 
 // R row pointers for the tile at row r0 of [.., row_end): rows past the end repeat the last row.
 template <size_t R>
@@ -144,17 +199,14 @@ HWY_INLINE size_t TileRows(const WeightView& w, int64_t r0, int64_t row_end,
   return valid;
 }
 
-// Tokens [t, t + T) against rows [row_begin, row_end) in tiles of R. With P == kOther, the tile at
-// row r0 prefetches the same rows of the panel that starts at next_panel (clamped to row_end_all).
+// One token tile's pass over rows [row_begin, row_end) in tiles of R: tokens [t, t + T), packed
+// at xp. With P == kOther, the tile at row r0 prefetches the same rows of the panel that starts at
+// next_panel (clamped to row_end_all).
 template <class Tile, size_t R, size_t T, Prefetch P>
-HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* x, int64_t t, int64_t row_begin,
-                                  int64_t row_end, int64_t next_panel, int64_t row_end_all,
-                                  float* y) {
+HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t t,
+                                  int64_t row_begin, int64_t row_end, int64_t next_panel,
+                                  int64_t row_end_all, float* y) {
   const size_t cols = static_cast<size_t>(w.cols);
-  const float* xs[T];
-  for (size_t i = 0; i < T; ++i) {
-    xs[i] = x + (t + static_cast<int64_t>(i)) * static_cast<int64_t>(cols);
-  }
   for (int64_t r0 = row_begin; r0 < row_end; r0 += static_cast<int64_t>(R)) {
     const uint8_t* rows[R];
     const size_t valid = TileRows<R>(w, r0, row_end, rows);
@@ -169,7 +221,7 @@ HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* x, int64_t t
       if constexpr (P == Prefetch::kNone) pf[r] = nullptr;
     }
     float out[R][T];
-    Tile::template Run<R, T, P>(rows, pf, xs, cols, out);
+    Tile::template Run<R, T, P>(rows, pf, xp, cols, out);
     for (size_t i = 0; i < T; ++i) {
       float* yt = y + (t + static_cast<int64_t>(i)) * w.rows + r0;
       for (size_t r = 0; r < valid; ++r) yt[r] = out[r][i];
@@ -177,60 +229,93 @@ HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* x, int64_t t
   }
 }
 
-// Every token of [0, n_tokens) against one panel of rows [row_begin, row_end), a token tile at a
-// time (kTokenTile, then 4, 2 and 1 for the tail), each pass over all of the panel's rows. The
-// first pass reads the panel from memory (prefetching ahead along its rows); later passes find it
-// in L2; the last pass prefetches the next panel, [row_end, row_end_all), so that its first pass
-// finds it in cache too.
-template <class Tile, size_t R>
-HWY_INLINE void PanelPasses(const WeightView& w, const float* x, int64_t n_tokens,
-                            int64_t row_begin, int64_t row_end, int64_t row_end_all, float* y) {
-  int64_t starts[kMaxTokenPasses];
-  size_t tiles[kMaxTokenPasses];
+// A block's token tiles: tile i covers tokens [start[i], start[i] + tokens[i]) with shape
+// kTokenTiles[shape[i]]; the largest shape first, then at most one of each smaller one.
+struct TokenTilePlan {
   size_t n = 0;
+  int64_t start[kMaxTokenPasses];
+  size_t shape[kMaxTokenPasses];
+};
+
+TokenTilePlan PlanTokenTiles(int64_t n_tokens) {
+  TokenTilePlan plan;
   int64_t t = 0;
-  for (; t + static_cast<int64_t>(kTokenTile) <= n_tokens; t += kTokenTile) {
-    starts[n] = t;
-    tiles[n++] = kTokenTile;
-  }
-  for (const size_t tail : {size_t{4}, size_t{2}, size_t{1}}) {
-    if (tail < kTokenTile && t + static_cast<int64_t>(tail) <= n_tokens) {
-      starts[n] = t;
-      tiles[n++] = tail;
-      t += static_cast<int64_t>(tail);
+  for (size_t s = 0; s < std::size(kTokenTiles); ++s) {
+    const int64_t size = static_cast<int64_t>(kTokenTiles[s].tokens);
+    for (; t + size <= n_tokens; t += size) {
+      KV_DCHECK(plan.n < kMaxTokenPasses);
+      plan.start[plan.n] = t;
+      plan.shape[plan.n++] = s;
     }
   }
+  return plan;
+}
+
+// Calls f(std::integral_constant<size_t, S>) for S == s (a compile-time index of kTokenTiles).
+template <size_t S = 0, class F>
+HWY_INLINE void WithTileShape(size_t s, const F& f) {
+  if constexpr (S < std::size(kTokenTiles)) {
+    if (s == S) return f(std::integral_constant<size_t, S>());
+    WithTileShape<S + 1>(s, f);
+  }
+}
+
+// Every token tile of `plan` against one panel of rows [row_begin, row_end), each pass over all
+// of the panel's rows; xp holds the block's tokens packed, tile by tile (tile i at
+// start[i] * vectors * lanes). The first pass reads the panel from memory (prefetching ahead
+// along its rows); later passes find it in L2; the last pass prefetches the next panel,
+// [row_end, row_end_all), so that its first pass finds it in cache too.
+template <class Tile>
+HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTilePlan& plan,
+                            int64_t row_begin, int64_t row_end, int64_t row_end_all, float* y) {
+  const size_t tile_stride = PackedVectors(static_cast<size_t>(w.cols)) * hn::Lanes(DF());
   const bool has_next = row_end < row_end_all;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < plan.n; ++i) {
     // The first pass streams the panel from memory unless the previous panel's last pass
     // prefetched it (every panel but the call's first).
-    const Prefetch p = (i + 1 == n && has_next && n > 1) ? Prefetch::kOther
-                       : (i == 0)                         ? Prefetch::kAhead
-                                                          : Prefetch::kNone;
-    const auto run = [&](auto tile) {
-      constexpr size_t T = decltype(tile)::value;
+    const Prefetch p = (i + 1 == plan.n && has_next && plan.n > 1) ? Prefetch::kOther
+                       : (i == 0)                                  ? Prefetch::kAhead
+                                                                   : Prefetch::kNone;
+    const float* tile_x = xp + static_cast<size_t>(plan.start[i]) * tile_stride;
+    WithTileShape(plan.shape[i], [&](auto shape) {
+      constexpr TokenTileShape kShape = kTokenTiles[decltype(shape)::value];
+      constexpr size_t R = kShape.rows, T = kShape.tokens;
       switch (p) {
         case Prefetch::kNone:
-          return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(w, x, starts[i], row_begin, row_end,
-                                                               row_end, row_end_all, y);
+          return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(
+              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y);
         case Prefetch::kAhead:
-          return TokenTileOverRows<Tile, R, T, Prefetch::kAhead>(w, x, starts[i], row_begin,
-                                                                row_end, row_end, row_end_all, y);
+          return TokenTileOverRows<Tile, R, T, Prefetch::kAhead>(
+              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y);
         case Prefetch::kOther:
-          return TokenTileOverRows<Tile, R, T, Prefetch::kOther>(w, x, starts[i], row_begin,
-                                                                row_end, row_end, row_end_all, y);
+          return TokenTileOverRows<Tile, R, T, Prefetch::kOther>(
+              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y);
       }
-    };
-    if (tiles[i] == kTokenTile) {
-      run(std::integral_constant<size_t, kTokenTile>());
-    } else if (tiles[i] == 4) {
-      if constexpr (kTokenTile > 4) run(std::integral_constant<size_t, 4>());
-    } else if (tiles[i] == 2) {
-      if constexpr (kTokenTile > 2) run(std::integral_constant<size_t, 2>());
-    } else {
-      run(std::integral_constant<size_t, 1>());
-    }
+    });
   }
+}
+
+// A buffer of at least n floats, aligned, one per thread; it grows to the largest n seen.
+float* PackBuffer(size_t n) {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buffer;
+  thread_local size_t capacity = 0;
+  if (n > capacity) {
+    buffer = hwy::AllocateAligned<float>(n);
+    KV_CHECK(buffer != nullptr) << "out of memory: " << n << " floats of packed activations";
+    capacity = n;
+  }
+  return buffer.get();
+}
+
+// A block's activations packed for its token tiles (PackTokenTile), in PackBuffer.
+const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, int64_t n_tokens) {
+  const size_t tile_stride = PackedVectors(cols) * hn::Lanes(DF());
+  float* xp = PackBuffer(static_cast<size_t>(n_tokens) * tile_stride);
+  for (size_t i = 0; i < plan.n; ++i) {
+    const size_t start = static_cast<size_t>(plan.start[i]);
+    PackTokenTile(x + start * cols, kTokenTiles[plan.shape[i]].tokens, cols, xp + start * tile_stride);
+  }
+  return xp;
 }
 
 // Decode (T < 4 tokens): the rows [row_begin, row_end) as kDecodeStreams contiguous runs walked
@@ -248,8 +333,8 @@ HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_b
                               int64_t row_end, float* y) {
   constexpr size_t S = kDecodeStreams;
   const size_t cols = static_cast<size_t>(w.cols);
-  const float* xs[T];
-  for (size_t i = 0; i < T; ++i) xs[i] = x + static_cast<int64_t>(i) * static_cast<int64_t>(cols);
+  float* xp = PackBuffer(PackedVectors(cols) * hn::Lanes(DF()) * T);
+  PackTokenTile(x, T, cols, xp);
   const int64_t n = row_end - row_begin;
   const int64_t per = (n + static_cast<int64_t>(S) - 1) / static_cast<int64_t>(S);
   for (int64_t k = 0; k < per; ++k) {
@@ -264,7 +349,7 @@ HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_b
       rows[s] = w.data + static_cast<size_t>(index[std::min(s, valid - 1)]) * w.row_bytes;
     }
     float out[S][T];
-    Tile::template Run<S, T, Prefetch::kNone>(rows, rows, xs, cols, out);
+    Tile::template Run<S, T, Prefetch::kNone>(rows, rows, xp, cols, out);
     for (size_t s = 0; s < valid; ++s) {
       for (size_t i = 0; i < T; ++i) y[static_cast<int64_t>(i) * w.rows + index[s]] = out[s][i];
     }
@@ -275,7 +360,7 @@ template <class Tile>
 void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y) {
   // A decode step of one or a few tokens is bound by weight bandwidth (DecodeStreams). More
-  // tokens are bound by arithmetic, where kRowTile rows share each activation load. The tile
+  // tokens are bound by arithmetic, where token tiles share each decoded weight vector. The tile
   // shape never changes a result's bits (see the top of this file).
   if (n_tokens < 4) {  // Fewer tokens than the smallest multi-row tile worth its loads.
     const auto pass = [&](auto tile) {
@@ -285,18 +370,18 @@ void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
     if (n_tokens == 2) return pass(std::integral_constant<size_t, 2>());
     return pass(std::integral_constant<size_t, 3>());
   }
-  // Rows are taken a panel at a time and every token passes over a panel before the next one is
-  // read, so each weight byte comes from memory once per call whatever n_tokens is. Token blocks
-  // bound the number of passes per panel (kMaxTokenPasses) and the activations one panel re-reads.
+  // Rows are taken a panel at a time and every token of a block passes over a panel before the
+  // next one is read, so each weight byte comes from memory once per block whatever n_tokens is.
+  const size_t cols = static_cast<size_t>(w.cols);
   const size_t fit = kPanelBytes / static_cast<size_t>(w.row_bytes);
   const int64_t panel = static_cast<int64_t>(std::max(kRowTile, fit - fit % kRowTile));
-  constexpr int64_t kBlock = static_cast<int64_t>(kTokenTile * (kMaxTokenPasses - 3));
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlock) {
-    const int64_t nt = std::min(kBlock, n_tokens - t0);
-    const float* xb = x + t0 * w.cols;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kBlockTokens) {
+    const int64_t nt = std::min(kBlockTokens, n_tokens - t0);
+    const TokenTilePlan plan = PlanTokenTiles(nt);
+    const float* xp = PackBlock(x + t0 * w.cols, cols, plan, nt);
     float* yb = y + t0 * w.rows;
     for (int64_t p0 = row_begin; p0 < row_end; p0 += panel) {
-      PanelPasses<Tile, kRowTile>(w, xb, nt, p0, std::min(row_end, p0 + panel), row_end, yb);
+      PanelPasses<Tile>(w, xp, plan, p0, std::min(row_end, p0 + panel), row_end, yb);
     }
   }
 }
