@@ -158,7 +158,40 @@ Status Validate(const DecodeBenchOptions& o) {
       o.warmup_steps < 0) {
     return InvalidArgument("batch depth and prompt must be >= 0, chunk and steps >= 1");
   }
+  if (o.rounds < 1 || o.rounds > 100) return InvalidArgument("rounds must be 1..100");
   return Status::Ok();
+}
+
+// One row: `c.batch` sequences at `c.depth`, the warm-up and timed steps, then the read bandwidth.
+Result<DecodeBenchRow> MeasureRow(Runner& run, const KvCacheManager& kv, ReadBandwidthProbe& probe,
+                                  ThreadPool& pool, const GgufFile& file,
+                                  const DecodeBenchOptions& o, KvDtype dtype, const Config& c) {
+  KV_ASSIGN_OR_RETURN(std::vector<SeqId> seqs, run.AddFilled(c.batch, c.depth));
+  for (int i = 0; i < o.warmup_steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
+  const double s = Since(t0);
+  run.Release(seqs);
+  KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.read_bw.row_min_seconds, 1));
+  DecodeBenchRow row;
+  row.kv_dtype = dtype;
+  row.depth = c.depth;
+  row.batch = c.batch;
+  row.steps = o.steps;
+  row.seconds = s;
+  row.decode_tokens_per_s = double(c.batch) * o.steps / s;
+  row.step_ms = s / o.steps * 1e3;
+  row.kv_filled_randomly = c.depth > 0;
+  row.weight_bytes_per_step = DecodeWeightBytes(file, c.batch);
+  // A step at position p attends to p + 1 positions; the timed steps run at
+  // p = depth + warmup .. depth + warmup + steps - 1.
+  const double visible = double(c.depth + o.warmup_steps) + double(o.steps - 1) / 2 + 1;
+  row.kv_bytes_per_step = KvBytesPerStep(kv, c.batch, visible);
+  row.implied_gb_per_s =
+      double(row.weight_bytes_per_step + row.kv_bytes_per_step) * o.steps / s / 1e9;
+  row.read_bw_gb_per_s = row_bw;
+  row.fraction_of_read_bw = row.implied_gb_per_s / row_bw;
+  return row;
 }
 
 }  // namespace
@@ -204,7 +237,8 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
                       ") exceed the model's context (" +
                       std::to_string(model.config().context_length) + ")");
   }
-  const int64_t total = int64_t(o.kv_dtypes.size() * (configs.size() + (o.prompt_tokens > 0)));
+  const int64_t total =
+      int64_t(o.kv_dtypes.size() * (configs.size() + (o.prompt_tokens > 0))) * o.rounds;
   int64_t done = 0;
   if (progress) progress(0, total);
   for (KvDtype dtype : o.kv_dtypes) {
@@ -226,40 +260,25 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
             run.Prefill(std::min<int64_t>(o.prompt_tokens, 16), o.prefill_chunk).status());
       }
     }
-    double prefill_s = 0;
-    if (o.prompt_tokens > 0) {
-      KV_ASSIGN_OR_RETURN(prefill_s, run.Prefill(o.prompt_tokens, o.prefill_chunk));
-      if (progress) progress(++done, total);
-    }
+    // Each round runs the prefill and every row again; a row keeps its fastest round.
     const size_t first_row = r.rows.size();
-    for (const Config& c : configs) {
-      KV_ASSIGN_OR_RETURN(std::vector<SeqId> seqs, run.AddFilled(c.batch, c.depth));
-      for (int i = 0; i < o.warmup_steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
-      const double s = Since(t0);
-      run.Release(seqs);
-      KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.read_bw.row_min_seconds, 1));
-      DecodeBenchRow row;
-      row.kv_dtype = dtype;
-      row.depth = c.depth;
-      row.batch = c.batch;
-      row.steps = o.steps;
-      row.seconds = s;
-      row.decode_tokens_per_s = double(c.batch) * o.steps / s;
-      row.step_ms = s / o.steps * 1e3;
-      row.kv_filled_randomly = c.depth > 0;
-      row.weight_bytes_per_step = DecodeWeightBytes(file, c.batch);
-      // A step at position p attends to p + 1 positions; the timed steps run at
-      // p = depth + warmup .. depth + warmup + steps - 1.
-      const double visible = double(c.depth + o.warmup_steps) + double(o.steps - 1) / 2 + 1;
-      row.kv_bytes_per_step = KvBytesPerStep(*kv, c.batch, visible);
-      row.implied_gb_per_s =
-          double(row.weight_bytes_per_step + row.kv_bytes_per_step) * o.steps / s / 1e9;
-      row.read_bw_gb_per_s = row_bw;
-      row.fraction_of_read_bw = row.implied_gb_per_s / row_bw;
-      r.rows.push_back(row);
-      if (progress) progress(++done, total);
+    double prefill_s = 0;
+    for (int round = 0; round < o.rounds; ++round) {
+      if (o.prompt_tokens > 0) {
+        KV_ASSIGN_OR_RETURN(const double s, run.Prefill(o.prompt_tokens, o.prefill_chunk));
+        prefill_s = round == 0 ? s : std::min(prefill_s, s);
+        if (progress) progress(++done, total);
+      }
+      for (size_t i = 0; i < configs.size(); ++i) {
+        KV_ASSIGN_OR_RETURN(DecodeBenchRow row,
+                            MeasureRow(run, *kv, probe, pool, file, o, dtype, configs[i]));
+        if (round == 0) {
+          r.rows.push_back(row);
+        } else if (row.decode_tokens_per_s > r.rows[first_row + i].decode_tokens_per_s) {
+          r.rows[first_row + i] = row;
+        }
+        if (progress) progress(++done, total);
+      }
     }
     if (o.prompt_tokens > 0 && r.rows.size() > first_row) {
       size_t at = first_row;

@@ -34,6 +34,7 @@ struct DecodeBenchOptions {
   int64_t prefill_chunk = 512;                     // Prompt tokens per forward pass.
   int steps = 16;                                  // Timed decode steps per row.
   int warmup_steps = 1;                            // Untimed steps before them.
+  int rounds = 1;  // Passes over each dtype's rows (prefill included); the fastest is kept.
   int block_size = 16;
   uint64_t seed = 1;
   ReadBandwidthOptions read_bw;  // Before the rows and after each (read_bw.row_min_seconds).
@@ -44,6 +45,9 @@ struct DecodeBenchOptions {
   static constexpr const char* kBatchDepthHelp = "KV depth of every sequence of the batched rows";
   static constexpr const char* kPromptHelp = "Prompt tokens of the prefill measurement (0: none)";
   static constexpr const char* kStepsHelp = "Timed decode steps per row (after the warm-up step)";
+  static constexpr const char* kRoundsHelp =
+      "Passes over each KV dtype's rows and prefill; each reports its fastest pass (with the read "
+      "bandwidth measured after that pass's row)";
 };
 
 struct DecodeBenchRow {
@@ -65,7 +69,8 @@ struct DecodeBenchRow {
   uint64_t weight_bytes_per_step = 0;
   uint64_t kv_bytes_per_step = 0;
   double implied_gb_per_s = 0;     // (weights + KV) per step * steps / s / 1e9.
-  double read_bw_gb_per_s = 0;     // Measured with the same pool right after this row's steps.
+  double read_bw_gb_per_s = 0;     // Measured with the same pool right after this row's steps
+                                   // (of its fastest round).
   double fraction_of_read_bw = 0;  // implied_gb_per_s / read_bw_gb_per_s.
 };
 

@@ -20,6 +20,10 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
       "x steps/s.\n",
       r.model, r.threads, r.threads == 1 ? "" : "s", o.block_size, r.read_bw_gb_per_s,
       o.read_bw.bytes >> 20, kReadStreams, o.steps, o.warmup_steps, o.warmup_steps == 1 ? "" : "s");
+  if (o.rounds > 1) {
+    s += fmt::format("Each row and prefill is the fastest of {} passes (with that pass's read bw).\n",
+                     o.rounds);
+  }
   for (const DecodeBenchRow& row : r.rows) {
     if (row.prefill_tokens > 0) {
       s += fmt::format(
@@ -55,7 +59,7 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
   return s;
 }
 
-// Fields of each row: model, threads, kv_dtype, depth, batch, steps, seconds,
+// Fields of each row: model, threads, kv_dtype, depth, batch, steps, rounds, seconds,
 // decode_tokens_per_s (all sequences), step_ms, kv_filled_randomly, prefill_tokens and
 // prefill_tokens_per_s (only on the row that carries the prefill), weight_bytes_per_step,
 // kv_bytes_per_step, bytes_per_step, implied_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw.
@@ -69,6 +73,7 @@ std::string FormatDecodeBenchJson(const DecodeBenchResult& r) {
     j["depth"] = row.depth;
     j["batch"] = row.batch;
     j["steps"] = row.steps;
+    j["rounds"] = r.options.rounds;
     j["seconds"] = row.seconds;
     j["decode_tokens_per_s"] = row.decode_tokens_per_s;
     j["step_ms"] = row.step_ms;

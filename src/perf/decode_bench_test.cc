@@ -99,6 +99,34 @@ TEST_F(DecodeBenchTest, RunsEachDepthThenEachBatchOncePerDtype) {
   EXPECT_NE(svg.find(">3 sequences<"), std::string::npos);
 }
 
+TEST_F(DecodeBenchTest, RoundsKeepEachRowsFastestPass) {
+  DecodeBenchOptions o = Small();
+  o.kv_dtypes = {KvDtype::kF16};
+  o.rounds = 3;
+  ThreadPool pool(1);
+  int64_t last = -1, total = -1;
+  Result<DecodeBenchResult> r = RunDecodeBench(*model_, *file_, pool, o, [&](int64_t d, int64_t t) {
+    last = d;
+    total = t;
+  });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  // The same rows as one round; every measurement of every round reports progress.
+  ASSERT_EQ(r->rows.size(), 3u);
+  EXPECT_EQ(total, 3 * (3 + 1));
+  EXPECT_EQ(last, total);
+  EXPECT_EQ(r->rows[0].prefill_tokens, 20);
+  for (const DecodeBenchRow& row : r->rows) {
+    EXPECT_GT(row.decode_tokens_per_s, 0);
+    EXPECT_DOUBLE_EQ(row.decode_tokens_per_s, double(row.batch) * row.steps / row.seconds);
+  }
+  EXPECT_NE(FormatDecodeBenchText(*r).find("fastest of 3 passes"), std::string::npos);
+  EXPECT_EQ(CountOccurrences(FormatDecodeBenchJson(*r), "\"rounds\": 3"), 3u);
+  o.rounds = 0;
+  EXPECT_FALSE(RunDecodeBench(*model_, *file_, pool, o).ok());
+  o.rounds = 101;
+  EXPECT_FALSE(RunDecodeBench(*model_, *file_, pool, o).ok());
+}
+
 TEST_F(DecodeBenchTest, KvBytesPerStepFollowTheLayout) {
   // tiny at f16: per token and layer, K and V rows of every KV head, 2 bytes per element.
   const ModelConfig& c = model_->config();
