@@ -23,7 +23,7 @@ namespace kvengine {
 //   x: n_tokens x w.cols floats (token-major); y: n_tokens x w.rows floats (token-major); y must
 //   not overlap x or the weights.
 // Requires CheckWeightView(w).ok() (KV_CHECKed for the type) and n_tokens >= 0. `pool` may be
-// nullptr (runs on the caller). Weights are read from memory once per call (per block of up to 128
+// nullptr (runs on the caller). Weights are read from memory once per call (per block of up to 192
 // tokens) whatever the number of tokens, so batching tokens is cheaper than separate calls.
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool);
 

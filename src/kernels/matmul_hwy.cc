@@ -1,7 +1,7 @@
 // SIMD weight kernels (MatMul rows, DequantizeRow), compiled once per Highway target.
 //
-// Shape of MatMul: tokens are taken a token tile at a time (kTokenTiles: 16 on AVX-512) and
-// output rows a few at a time (the tile's R); one tile call computes the R x T dot products of
+// Shape of MatMul: tokens are taken a token tile at a time (kTokenTiles: 6 on AVX-512) and
+// output rows a few at a time (the tile's R, 4); one tile call computes the R x T dot products of
 // those rows and tokens in a single pass over the columns, so every decoded weight vector is used
 // T times and every activation vector R times. Rows are taken a panel (kPanelBytes of weights) at
 // a time, and every token tile passes over a panel while it sits in L2, so each weight byte is
@@ -33,12 +33,12 @@
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "kernels/dequant_simd-inl.h"
 #include "kernels/kernel_ref.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/quant_dot.h"
 #include "kernels/quant_dot_x86.h"
 #include "kernels/weight_view.h"
-#include "kernels/dequant_simd-inl.h"
 #include "quant/codec_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -121,7 +121,7 @@ struct FloatTile {
   // decoded first, then each token's vector is loaded once and used by the R rows.
   template <size_t R, size_t T, Prefetch P>
   static void Run(const uint8_t* const* rows, const uint8_t* const* pf, const float* xp,
-                        size_t cols, float (&out)[R][T]) {
+                  size_t cols, float (&out)[R][T]) {
     const DF df;
     const size_t lanes = hn::Lanes(df);
     VF acc[R][T];
@@ -141,7 +141,8 @@ struct FloatTile {
         for (size_t r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
       }
     }
-    if (full * lanes < cols) {  // Partial vector: weights zero-padded here, activations by PackTokenTile.
+    // Partial vector: weights zero-padded here, activations by PackTokenTile.
+    if (full * lanes < cols) {
       const size_t c = full * lanes;
       VF wv[R];
       for (size_t r = 0; r < R; ++r) {
@@ -163,7 +164,9 @@ struct FloatTile {
 // ------------------------------ the loop over panels, token tiles and row tiles.
 
 // Vectors (of the target's lanes) that cover `cols` elements, the last one zero padded.
-HWY_INLINE size_t PackedVectors(size_t cols) { return (cols + hn::Lanes(DF()) - 1) / hn::Lanes(DF()); }
+HWY_INLINE size_t PackedVectors(size_t cols) {
+  return (cols + hn::Lanes(DF()) - 1) / hn::Lanes(DF());
+}
 
 // Packs tokens [0, n) of x (rows of `cols` floats) for a tile of n tokens: vector v of token t at
 // xp + (v * n + t) * lanes, for v < PackedVectors(cols); the lanes past `cols` are zero.
@@ -184,8 +187,6 @@ HWY_INLINE void PackTokenTile(const float* x, size_t n, size_t cols, float* xp) 
     std::memcpy(dst, x + t * cols + full * lanes, rem * sizeof(float));
   }
 }
-
-
 
 // R row pointers for the tile at row r0 of [.., row_end): rows past the end repeat the last row.
 template <size_t R>
@@ -214,8 +215,8 @@ HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t 
     for (size_t r = 0; r < R; ++r) {
       if constexpr (P == Prefetch::kAhead) pf[r] = rows[r] + kPrefetchBytes;
       if constexpr (P == Prefetch::kOther) {
-        const int64_t next = std::min(next_panel + (r0 - row_begin) + static_cast<int64_t>(r),
-                                      row_end_all - 1);
+        const int64_t next =
+            std::min(next_panel + (r0 - row_begin) + static_cast<int64_t>(r), row_end_all - 1);
         pf[r] = w.data + static_cast<size_t>(next) * w.row_bytes;
       }
       if constexpr (P == Prefetch::kNone) pf[r] = nullptr;
@@ -282,8 +283,8 @@ HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTil
       constexpr size_t R = kShape.rows, T = kShape.tokens;
       switch (p) {
         case Prefetch::kNone:
-          return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(
-              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y);
+          return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(w, tile_x, plan.start[i], row_begin,
+                                                                row_end, row_end, row_end_all, y);
         case Prefetch::kAhead:
           return TokenTileOverRows<Tile, R, T, Prefetch::kAhead>(
               w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y);
@@ -313,7 +314,8 @@ const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, i
   float* xp = PackBuffer(static_cast<size_t>(n_tokens) * tile_stride);
   for (size_t i = 0; i < plan.n; ++i) {
     const size_t start = static_cast<size_t>(plan.start[i]);
-    PackTokenTile(x + start * cols, kTokenTiles[plan.shape[i]].tokens, cols, xp + start * tile_stride);
+    PackTokenTile(x + start * cols, kTokenTiles[plan.shape[i]].tokens, cols,
+                  xp + start * tile_stride);
   }
   return xp;
 }
@@ -441,7 +443,8 @@ void DecodeFloats(const uint8_t* src, size_t n, float* dst) {
 template <class B>
 void DecodeBlocks(GgmlType type, const uint8_t* src, size_t n, float* dst) {
   KV_CHECK(n % B::kElements == 0) << GgmlTypeName(type) << " row of " << n << " elements";
-  for (size_t b = 0; b < n / B::kElements; ++b) B::Decode(src + b * B::kBytes, dst + b * B::kElements);
+  for (size_t b = 0; b < n / B::kElements; ++b)
+    B::Decode(src + b * B::kBytes, dst + b * B::kElements);
 }
 
 void DequantizeRowT(GgmlType type, const uint8_t* src, int64_t n_signed, float* dst) {
