@@ -1,9 +1,11 @@
 #include "perf/attention_bench.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "attention/paged_attention.h"
 #include "base/thread_pool.h"
@@ -17,11 +19,20 @@ struct Timing {
   double seconds = 0;
 };
 
-// Times PagedAttentionBatch for one decode query at position context - 1, cycling through the
-// layer's copies; a few untimed calls first (thread wake-up, page-table walks).
-Timing TimeAttention(const SyntheticKvLayer& layer, int n_heads, const AttentionBenchOptions& o,
-                     const AttentionKernels& kernels, ThreadPool& pool) {
-  const SyntheticKvSpec& spec = layer.spec();
+// One measured variant of a sweep point: a layer (its layout) and the kernels (their prefetch).
+struct Variant {
+  const SyntheticKvLayer* layer;
+  AttentionKernels kernels;
+};
+
+// Times PagedAttentionBatch for one decode query at position context - 1 with every variant,
+// their calls alternating one by one (so that a slow spell of the machine falls on all of them
+// alike), each variant cycling through its layer's copies, until every variant has both limits of
+// its own; a few untimed calls of each first (thread wake-up, page-table walks). The variants
+// share the context and head dims.
+std::vector<Timing> TimeAttention(const std::vector<Variant>& variants, int n_heads,
+                                  const AttentionBenchOptions& o, ThreadPool& pool) {
+  const SyntheticKvSpec& spec = variants[0].layer->spec();
   // q: [n_heads][head_dim]; out: [n_heads][head_dim].
   std::vector<float> q(size_t(n_heads) * size_t(spec.head_dim));
   std::vector<float> out(q.size());
@@ -29,19 +40,33 @@ Timing TimeAttention(const SyntheticKvLayer& layer, int n_heads, const Attention
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& x : q) x = normal(rng);
   const float scale = 1.0f / std::sqrt(float(spec.head_dim));
-  auto call = [&](int64_t i) {
-    const AttentionQuery query{layer.block_table(int(i % spec.copies)), q.data(), spec.context - 1,
-                               out.data()};
-    PagedAttentionBatchWith(kernels, layer.view(), std::span(&query, 1), n_heads, scale, &pool);
+  auto call = [&](const Variant& v, int64_t i) {
+    const SyntheticKvLayer& layer = *v.layer;
+    const AttentionQuery query{layer.block_table(int(i % layer.spec().copies)), q.data(),
+                               spec.context - 1, out.data()};
+    PagedAttentionBatchWith(v.kernels, layer.view(), std::span(&query, 1), n_heads, scale, &pool);
   };
-  const int warmup = std::min(spec.copies, 3);
-  for (int i = 0; i < warmup; ++i) call(i);
-  Timing t;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (t.iterations < o.min_iterations || t.seconds < o.min_seconds) {
-    call(warmup + t.iterations);
-    ++t.iterations;
-    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int warmup = 0;
+  for (const Variant& v : variants) {
+    warmup = std::max(warmup, std::min(v.layer->spec().copies, 3));
+  }
+  for (int i = 0; i < warmup; ++i) {
+    for (const Variant& v : variants) call(v, i);
+  }
+  std::vector<Timing> t(variants.size());
+  const auto done = [&] {
+    for (const Timing& x : t) {
+      if (x.iterations < o.min_iterations || x.seconds < o.min_seconds) return false;
+    }
+    return true;
+  };
+  while (!done()) {
+    for (size_t k = 0; k < variants.size(); ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      call(variants[k], warmup + t[k].iterations);
+      t[k].seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++t[k].iterations;
+    }
   }
   return t;
 }
@@ -67,21 +92,16 @@ Result<SyntheticKvLayer> BuildLayer(const AttentionBenchOptions& o, KvDtype dtyp
   return SyntheticKvLayer::Build(spec);
 }
 
-// One row: `layer` timed with `pool` at prefetch `level`, the read bandwidth measured right
-// after, and the compute ceilings at the peaks measured with the same pool.
-Result<AttentionBenchRow> MeasureRow(const AttentionBenchOptions& o, const SyntheticKvLayer& layer,
-                                     KvPrefetchLevel level, ThreadPool& pool,
-                                     const ReadBandwidthProbe& probe, double fma_peak,
-                                     double f16_fma_peak) {
-  AttentionKernels kernels = DefaultAttentionKernels();
-  kernels.prefetch = level;
-  const Timing t = TimeAttention(layer, o.n_heads, o, kernels, pool);
-  KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.read_bw.row_min_seconds, 1));
+// The row of `layer` at prefetch `level` from its timing, the read bandwidth measured after it,
+// and the compute ceilings at the peaks measured with the same pool.
+AttentionBenchRow MakeRow(const AttentionBenchOptions& o, const SyntheticKvLayer& layer,
+                          KvPrefetchLevel level, const Timing& t, int threads, double row_bw,
+                          double fma_peak, double f16_fma_peak) {
   const SyntheticKvSpec& spec = layer.spec();
   AttentionBenchRow row;
   row.kv_dtype = spec.dtype;
   row.context = spec.context;
-  row.threads = pool.num_threads();
+  row.threads = threads;
   row.layout = spec.layout;
   row.prefetch = level;
   row.block_size = layer.view().block_size;
@@ -121,25 +141,44 @@ Status Validate(const AttentionBenchOptions& o) {
   return Status::Ok();
 }
 
-// One pass over the sweep (dtype-major, then context, layout, threads, prefetch level): every
-// row, in that order, to keep(row). r holds the peaks measured per thread count.
+// One pass over the sweep: every row, in the order dtype, context, layout, threads, prefetch
+// level, to keep(row). The layouts and prefetch levels of one (dtype, context, threads) point are
+// timed together, their calls alternating (TimeAttention), and share the read bandwidth measured
+// after them. r holds the peaks measured per thread count.
 template <class Keep>
 Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
                  const std::vector<std::unique_ptr<ThreadPool>>& pools,
                  const ReadBandwidthProbe& probe, const Keep& keep) {
+  const size_t n_layouts = o.layouts.size(), n_levels = r.prefetch_levels.size();
   for (KvDtype dtype : o.kv_dtypes) {
     for (int64_t context : o.contexts) {
+      std::vector<SyntheticKvLayer> layers;
       for (KvLayout layout : o.layouts) {
-        KV_ASSIGN_OR_RETURN(const SyntheticKvLayer layer, BuildLayer(o, dtype, context, layout));
-        for (size_t ti = 0; ti < o.threads.size(); ++ti) {
-          for (KvPrefetchLevel level : r.prefetch_levels) {
-            KV_ASSIGN_OR_RETURN(AttentionBenchRow row,
-                                MeasureRow(o, layer, level, *pools[ti], probe, r.fma_peak_gmacs[ti],
-                                           r.f16_fma_peak_gmacs[ti]));
-            keep(row);
+        KV_ASSIGN_OR_RETURN(SyntheticKvLayer layer, BuildLayer(o, dtype, context, layout));
+        layers.push_back(std::move(layer));
+      }
+      std::vector<Variant> variants;  // [layout][level]
+      for (const SyntheticKvLayer& layer : layers) {
+        for (KvPrefetchLevel level : r.prefetch_levels) {
+          AttentionKernels kernels = DefaultAttentionKernels();
+          kernels.prefetch = level;
+          variants.push_back({&layer, kernels});
+        }
+      }
+      std::vector<AttentionBenchRow> rows(n_layouts * o.threads.size() * n_levels);
+      for (size_t ti = 0; ti < o.threads.size(); ++ti) {
+        const std::vector<Timing> t = TimeAttention(variants, o.n_heads, o, *pools[ti]);
+        KV_ASSIGN_OR_RETURN(const double bw, probe.Measure(*pools[ti], o.read_bw.row_min_seconds, 1));
+        for (size_t li = 0; li < n_layouts; ++li) {
+          for (size_t pi = 0; pi < n_levels; ++pi) {
+            const size_t v = li * n_levels + pi;
+            rows[(li * o.threads.size() + ti) * n_levels + pi] =
+                MakeRow(o, layers[li], r.prefetch_levels[pi], t[v], pools[ti]->num_threads(), bw,
+                        r.fma_peak_gmacs[ti], r.f16_fma_peak_gmacs[ti]);
           }
         }
       }
+      for (const AttentionBenchRow& row : rows) keep(row);
     }
   }
   return Status::Ok();

@@ -44,8 +44,9 @@ struct AttentionBenchOptions {
   // least 192 MiB (BeyondLastLevelCacheBytes, kernels/read_bandwidth.h).
   static constexpr uint64_t kMinFootprintBytes = uint64_t{192} << 20;
   uint64_t footprint_bytes = BeyondLastLevelCacheBytes(kMinFootprintBytes);
-  // Measured before the rows and again after each (read_bw.row_min_seconds): a row's fraction
-  // is of the figure after it.
+  // Measured before the rows and again after the timing of each (dtype, context, threads)
+  // point, whose layouts and prefetch levels are timed together, their calls alternating
+  // (read_bw.row_min_seconds): a row's fraction is of the figure after its point.
   ReadBandwidthOptions read_bw;
   uint64_t seed = 1;
 

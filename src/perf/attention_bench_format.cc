@@ -201,7 +201,9 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
     s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.read_bw_gb_per_s[i].second);
   }
-  s += ";\neach row's fraction is of the bandwidth measured again right after it (read bw)";
+  s += ";\nthe layouts and prefetch levels of each dtype, context and thread count are timed "
+       "together, their calls alternating, and their rows' fractions are of the bandwidth "
+       "measured again right after them (read bw)";
   if (o.rounds > 1) {
     s += fmt::format(";\neach row is the fastest of {} passes over the whole sweep", o.rounds);
   }
