@@ -168,7 +168,8 @@ Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
       std::vector<AttentionBenchRow> rows(n_layouts * o.threads.size() * n_levels);
       for (size_t ti = 0; ti < o.threads.size(); ++ti) {
         const std::vector<Timing> t = TimeAttention(variants, o.n_heads, o, *pools[ti]);
-        KV_ASSIGN_OR_RETURN(const double bw, probe.Measure(*pools[ti], o.read_bw.row_min_seconds, 1));
+        KV_ASSIGN_OR_RETURN(const double bw,
+                            probe.Measure(*pools[ti], o.read_bw.row_min_seconds, 1));
         for (size_t li = 0; li < n_layouts; ++li) {
           for (size_t pi = 0; pi < n_levels; ++pi) {
             const size_t v = li * n_levels + pi;
