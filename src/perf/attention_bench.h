@@ -97,7 +97,8 @@ struct AttentionBenchRow {
 
 struct AttentionBenchResult {
   AttentionBenchOptions options;
-  // (threads, GB/s), measured before the rows (each row has its own, measured after it).
+  // (threads, GB/s), measured before the rows (each row has its own, measured after the timing
+  // of its dtype, context and thread count).
   std::vector<std::pair<int, double>> read_bw_gb_per_s;
   std::vector<double> fma_peak_gmacs;  // Per thread count: G f32 multiply-adds/s (fma_peak.h).
   // Per thread count: the same fed by f16 conversions (MeasureF16FmaPeakGmacs).
@@ -106,7 +107,8 @@ struct AttentionBenchResult {
   std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads, prefetch.
 };
 
-// progress(done, total) after each row.
+// progress(done, total) after each row (the rows of one dtype, context and thread count come
+// together).
 Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& options,
                                                const BenchProgress& progress = {});
 
