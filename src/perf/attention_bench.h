@@ -107,8 +107,7 @@ struct AttentionBenchResult {
   std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads, prefetch.
 };
 
-// progress(done, total) after each row (the rows of one dtype, context and thread count come
-// together).
+// progress(done, total) after each row (the rows of one dtype and context come together).
 Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& options,
                                                const BenchProgress& progress = {});
 
