@@ -45,31 +45,26 @@ HWY_BEFORE_NAMESPACE();
 namespace kvengine::HWY_NAMESPACE {
 namespace {
 
-// Token tiles (tokens per pass over a panel of rows) and the rows each takes at a time. A tile
-// holds R x T accumulators, R decoded weight vectors and one activation vector in registers; each
-// decoded weight vector is used T times, each activation vector R times. The activations come
+// Token tiles: the tokens of one pass over a panel of rows, taken kRowTile (R) rows at a time. A
+// tile holds R x T accumulators, R decoded weight vectors and one activation vector in
+// registers; each decoded weight vector is used T times, each activation vector R times. The activations come
 // packed (PackTokenTile): one pointer and constant offsets reach every token's vector, so no
 // per-token pointer competes for the general registers or reloads from the stack. On the Intel
 // AVX-512 VM of BENCHMARKS.md the packed 4 x 6 tile ran 5-25% faster than the same tile over
 // per-token pointers (kernels_bench BM_MatMulShape). Longer token tiles (1 x 16, 2 x 8, 2 x 12,
 // each decoded weight used more often) ran no faster there once the activations came from L2
 // rather than L1, with or without blocking the columns so that they stay in L1.
-struct TokenTileShape {
-  size_t tokens;
-  size_t rows;
-};
+//
+// kRowTile: rows per tile, every token tile's R, and the unit that panels are rounded to.
+constexpr size_t kRowTile = 4;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 // 32 vector registers: 4 x 6 (24 + 4 + 1 = 29). On Zen 5, 4 x 6 reached 123 GFLOPS per thread
 // at 16 tokens (F16), 4 x 4 89; the machine's FMA peak is 220 GFLOPS per core.
-constexpr TokenTileShape kTokenTiles[] = {{6, 4}, {4, 4}, {2, 4}, {1, 4}};
+constexpr size_t kTokenTiles[] = {6, 4, 2, 1};
 #else
 // 16 vector registers: 4 x 2 (8 + 4 + 1 = 13).
-constexpr TokenTileShape kTokenTiles[] = {{2, 4}, {1, 4}};
+constexpr size_t kTokenTiles[] = {2, 1};
 #endif
-// Rows per tile (every shape's R), and the unit that panels are rounded to.
-constexpr size_t kRowTile = 4;
-static_assert(std::all_of(std::begin(kTokenTiles), std::end(kTokenTiles),
-                          [](TokenTileShape s) { return s.rows == kRowTile; }));
 // Weight bytes of one panel of rows (MatMulLoop): they stay in L2 beside a token tile's packed
 // activations (6 x 5632 floats = 132 KiB for a down projection) while every token tile passes
 // over them.
@@ -77,11 +72,11 @@ constexpr size_t kPanelBytes = 256 * 1024;
 // Tokens per block (MatMulLoop): every token of a block passes over a panel before the next
 // panel is read, so the weights are read from memory once per block. The block's activations are
 // packed once per call into a buffer per thread (192 x 5632 floats on AVX-512: 4.1 MiB).
-constexpr int64_t kBlockTokens = 32 * kTokenTiles[0].tokens;
+constexpr int64_t kBlockTokens = 32 * kTokenTiles[0];
 // Token-tile passes over one panel at most: the block's full tiles and one of each smaller shape
-// (each smaller shape is at most one tile: the shapes after the first halve, 4 then 2 then 1).
+// (what the larger shapes leave holds each smaller one at most once: < 6 tokens, then < 4, < 2).
 constexpr size_t kMaxTokenPasses =
-    size_t(kBlockTokens) / kTokenTiles[0].tokens + std::size(kTokenTiles) - 1;
+    size_t(kBlockTokens) / kTokenTiles[0] + std::size(kTokenTiles) - 1;
 // Software prefetch distance along each weight row (a prefetch past the row's end is harmless).
 constexpr size_t kPrefetchBytes = 1024;
 
@@ -230,8 +225,8 @@ HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t 
   }
 }
 
-// A block's token tiles: tile i covers tokens [start[i], start[i] + tokens[i]) with shape
-// kTokenTiles[shape[i]]; the largest shape first, then at most one of each smaller one.
+// A block's token tiles: tile i covers tokens [start[i], start[i] + kTokenTiles[shape[i]]); the
+// largest shape first, then at most one of each smaller one.
 struct TokenTilePlan {
   size_t n = 0;
   int64_t start[kMaxTokenPasses];
@@ -242,7 +237,7 @@ TokenTilePlan PlanTokenTiles(int64_t n_tokens) {
   TokenTilePlan plan;
   int64_t t = 0;
   for (size_t s = 0; s < std::size(kTokenTiles); ++s) {
-    const int64_t size = static_cast<int64_t>(kTokenTiles[s].tokens);
+    const int64_t size = static_cast<int64_t>(kTokenTiles[s]);
     for (; t + size <= n_tokens; t += size) {
       KV_DCHECK(plan.n < kMaxTokenPasses);
       plan.start[plan.n] = t;
@@ -279,8 +274,7 @@ HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTil
                                                                    : Prefetch::kNone;
     const float* tile_x = xp + static_cast<size_t>(plan.start[i]) * tile_stride;
     WithTileShape(plan.shape[i], [&](auto shape) {
-      constexpr TokenTileShape kShape = kTokenTiles[decltype(shape)::value];
-      constexpr size_t R = kShape.rows, T = kShape.tokens;
+      constexpr size_t R = kRowTile, T = kTokenTiles[decltype(shape)::value];
       switch (p) {
         case Prefetch::kNone:
           return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(w, tile_x, plan.start[i], row_begin,
@@ -314,8 +308,7 @@ const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, i
   float* xp = PackBuffer(static_cast<size_t>(n_tokens) * tile_stride);
   for (size_t i = 0; i < plan.n; ++i) {
     const size_t start = static_cast<size_t>(plan.start[i]);
-    PackTokenTile(x + start * cols, kTokenTiles[plan.shape[i]].tokens, cols,
-                  xp + start * tile_stride);
+    PackTokenTile(x + start * cols, kTokenTiles[plan.shape[i]], cols, xp + start * tile_stride);
   }
   return xp;
 }
