@@ -45,15 +45,16 @@ HWY_BEFORE_NAMESPACE();
 namespace kvengine::HWY_NAMESPACE {
 namespace {
 
-// Token tiles: the tokens of one pass over a panel of rows, taken kRowTile (R) rows at a time. A
-// tile holds R x T accumulators, R decoded weight vectors and one activation vector in
-// registers; each decoded weight vector is used T times, each activation vector R times. The activations come
-// packed (PackTokenTile): one pointer and constant offsets reach every token's vector, so no
-// per-token pointer competes for the general registers or reloads from the stack. On the Intel
-// AVX-512 VM of BENCHMARKS.md the packed 4 x 6 tile ran 5-25% faster than the same tile over
-// per-token pointers (kernels_bench BM_MatMulShape). Longer token tiles (1 x 16, 2 x 8, 2 x 12,
-// each decoded weight used more often) ran no faster there once the activations came from L2
-// rather than L1, with or without blocking the columns so that they stay in L1.
+// Token tiles: the tokens of one pass over a panel of rows, taken kRowTile (R) rows at a time.
+// A tile holds R x T accumulators, R decoded weight vectors and one activation vector in
+// registers; each decoded weight vector is used T times, each activation vector R times. The
+// activations come packed (PackTokenTile): one pointer and constant offsets reach every token's
+// vector, so no per-token pointer competes for the general registers or reloads from the
+// stack. On the Intel AVX-512 VM of BENCHMARKS.md the packed 4 x 6 tile ran 5-25% faster than
+// the same tile over per-token pointers (kernels_bench BM_MatMulShape). Longer token tiles
+// (1 x 16, 2 x 8, 2 x 12, each decoded weight used more often) ran no faster there once the
+// activations came from L2 rather than L1, with or without blocking the columns so that they
+// stay in L1.
 //
 // kRowTile: rows per tile, every token tile's R, and the unit that panels are rounded to.
 constexpr size_t kRowTile = 4;
