@@ -10,6 +10,7 @@
 #include "attention/paged_attention.h"
 #include "base/thread_pool.h"
 #include "kernels/fma_peak.h"
+#include "perf/bench_rounds.h"
 
 namespace kvengine {
 namespace {
@@ -218,12 +219,8 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
   for (int round = 0; round < o.rounds; ++round) {
     size_t at = 0;  // The row this measurement is, in the sweep's order.
     const auto keep = [&](const AttentionBenchRow& row) {
-      if (round == 0) {
-        r.rows.push_back(row);
-      } else if (row.us_per_token < r.rows[at].us_per_token) {
-        r.rows[at] = row;
-      }
-      ++at;
+      KeepFastestRound(r.rows, at++, round, row,
+                       [](const AttentionBenchRow& x) { return x.us_per_token; });
       if (progress) progress(++done, total);
     };
     KV_RETURN_IF_ERROR(SweepOnce(o, r, pools, probe, keep));

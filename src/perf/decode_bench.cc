@@ -7,6 +7,7 @@
 
 #include "kv/kv_cache_manager.h"
 #include "model_config/kv_groups.h"
+#include "perf/bench_rounds.h"
 
 namespace kvengine {
 namespace {
@@ -272,11 +273,8 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
       for (size_t i = 0; i < configs.size(); ++i) {
         KV_ASSIGN_OR_RETURN(DecodeBenchRow row,
                             MeasureRow(run, *kv, probe, pool, file, o, dtype, configs[i]));
-        if (round == 0) {
-          r.rows.push_back(row);
-        } else if (row.decode_tokens_per_s > r.rows[first_row + i].decode_tokens_per_s) {
-          r.rows[first_row + i] = row;
-        }
+        KeepFastestRound(r.rows, first_row + i, round, row,
+                         [](const DecodeBenchRow& x) { return x.step_ms; });
         if (progress) progress(++done, total);
       }
     }

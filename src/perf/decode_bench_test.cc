@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "base/strings.h"
+#include "perf/bench_rounds.h"
 #include "synth/synth_test_util.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
@@ -97,6 +98,16 @@ TEST_F(DecodeBenchTest, RunsEachDepthThenEachBatchOncePerDtype) {
   EXPECT_NE(svg.find("int8 KV, depth 40, batch 1: "), std::string::npos);
   EXPECT_NE(svg.find(">depth 40<"), std::string::npos);
   EXPECT_NE(svg.find(">3 sequences<"), std::string::npos);
+}
+
+TEST(BenchRoundsTest, KeepFastestRoundAppendsThenKeepsTheFaster) {
+  std::vector<double> rows;
+  const auto seconds = [](double x) { return x; };
+  KeepFastestRound(rows, 0, 0, 3.0, seconds);
+  KeepFastestRound(rows, 1, 0, 5.0, seconds);
+  KeepFastestRound(rows, 0, 1, 4.0, seconds);  // Slower than round 0's: kept 3.
+  KeepFastestRound(rows, 1, 1, 2.0, seconds);  // Faster: replaces 5.
+  EXPECT_EQ(rows, (std::vector<double>{3.0, 2.0}));
 }
 
 TEST_F(DecodeBenchTest, RoundsKeepEachRowsFastestPass) {
