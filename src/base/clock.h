@@ -37,4 +37,9 @@ class ManualClock final : public Clock {
   int64_t now_ = 0;
 };
 
+// Wall seconds on the steady clock since t0 (benchmarks' and the generator's timings).
+inline double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace kvengine

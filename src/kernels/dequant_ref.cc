@@ -11,12 +11,6 @@
 namespace kvengine::kernels_ref {
 namespace {
 
-float LoadF16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return F16ToF32(v);
-}
-
 uint32_t LoadU32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -42,8 +36,8 @@ void DecodeQ32(const uint8_t* qs, uint32_t qh, float d, int offset, bool has_min
 
 // Q4_K (qh == nullptr) and Q5_K: y[256].
 void DecodeQ45K(const uint8_t* block, const uint8_t* qh, const uint8_t* qs, float* y) {
-  const float d = LoadF16(block);
-  const float dmin = LoadF16(block + 2);
+  const float d = LoadBlockF16(block);
+  const float dmin = LoadBlockF16(block + 2);
   const uint8_t* scales = block + 4;
   for (int i = 0; i < 4; ++i) {  // 64 elements: sub-blocks 2i (low nibbles), 2i+1 (high).
     for (int half = 0; half < 2; ++half) {
@@ -63,7 +57,7 @@ void DecodeQ45K(const uint8_t* block, const uint8_t* qh, const uint8_t* qs, floa
 
 // Q6_K: y[256].
 void DecodeQ6K(const uint8_t* block, float* y) {
-  const float d = LoadF16(block + 208);
+  const float d = LoadBlockF16(block + 208);
   const auto* scales = reinterpret_cast<const int8_t*>(block + 192);
   for (int h = 0; h < 2; ++h) {
     const uint8_t* ql = block + 64 * h;
@@ -89,22 +83,22 @@ void DequantizeBlocks(WeightFormat format, const uint8_t* src, int64_t n_blocks,
     switch (format) {
       case WeightFormat::kQ4_0: {
         const uint8_t* p = src + i * kQ4_0BlockBytes;
-        DecodeQ32(p + 2, 0, LoadF16(p), 8, false, 0.0f, dst + i * kQBlockElements);
+        DecodeQ32(p + 2, 0, LoadBlockF16(p), 8, false, 0.0f, dst + i * kQBlockElements);
         break;
       }
       case WeightFormat::kQ4_1: {
         const uint8_t* p = src + i * kQ4_1BlockBytes;
-        DecodeQ32(p + 4, 0, LoadF16(p), 0, true, LoadF16(p + 2), dst + i * kQBlockElements);
+        DecodeQ32(p + 4, 0, LoadBlockF16(p), 0, true, LoadBlockF16(p + 2), dst + i * kQBlockElements);
         break;
       }
       case WeightFormat::kQ5_0: {
         const uint8_t* p = src + i * kQ5_0BlockBytes;
-        DecodeQ32(p + 6, LoadU32(p + 2), LoadF16(p), 16, false, 0.0f, dst + i * kQBlockElements);
+        DecodeQ32(p + 6, LoadU32(p + 2), LoadBlockF16(p), 16, false, 0.0f, dst + i * kQBlockElements);
         break;
       }
       case WeightFormat::kQ5_1: {
         const uint8_t* p = src + i * kQ5_1BlockBytes;
-        DecodeQ32(p + 8, LoadU32(p + 4), LoadF16(p), 0, true, LoadF16(p + 2),
+        DecodeQ32(p + 8, LoadU32(p + 4), LoadBlockF16(p), 0, true, LoadBlockF16(p + 2),
                   dst + i * kQBlockElements);
         break;
       }

@@ -14,12 +14,6 @@
 namespace kvengine {
 namespace {
 
-float LoadF16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return F16ToF32(v);
-}
-
 float RoundToF16(float v) { return F16ToF32(F32ToF16(v)); }
 
 // ggml's nearest_int: round half to even by adding 1.5 * 2^23 (valid for |v| < 2^22).
@@ -168,7 +162,7 @@ namespace {
 // Codes of one 32-element block (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) as ints, with the f16 fields:
 // dw (scale) and mw (min, 0 for the symmetric formats).
 void BlockCodes32(WeightFormat format, const uint8_t* p, int* code, float* dw, float* mw) {
-  *dw = LoadF16(p);
+  *dw = LoadBlockF16(p);
   *mw = 0.0f;
   const uint8_t* qs = nullptr;
   uint32_t qh = 0;
@@ -183,7 +177,7 @@ void BlockCodes32(WeightFormat format, const uint8_t* p, int* code, float* dw, f
       break;
     case WeightFormat::kQ4_1:
       qs = p + 4;
-      *mw = LoadF16(p + 2);
+      *mw = LoadBlockF16(p + 2);
       break;
     case WeightFormat::kQ5_0:
       std::memcpy(&qh, p + 2, 4);
@@ -191,7 +185,7 @@ void BlockCodes32(WeightFormat format, const uint8_t* p, int* code, float* dw, f
       offset = 16;
       break;
     case WeightFormat::kQ5_1:
-      *mw = LoadF16(p + 2);
+      *mw = LoadBlockF16(p + 2);
       std::memcpy(&qh, p + 4, 4);
       qs = p + 8;
       break;
@@ -280,7 +274,7 @@ float DotK(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t c
         for (int j = 0; j < 16; ++j) dot += y[16 * s + j] * x.qs[16 * s + j];
         isum += scales[s] * (dot - 32 * x.bsums[s]);
       }
-      acc = acc + (LoadF16(p + 208) * x.d) * static_cast<float>(isum);
+      acc = acc + (LoadBlockF16(p + 208) * x.d) * static_cast<float>(isum);
       continue;
     }
     const uint8_t* qh = format == WeightFormat::kQ5_K ? p + 16 : nullptr;
@@ -300,8 +294,8 @@ float DotK(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t c
         msum += mn * (x.bsums[2 * s] + x.bsums[2 * s + 1]);
       }
     }
-    acc = (acc + (LoadF16(p) * x.d) * static_cast<float>(isum)) -
-          (LoadF16(p + 2) * x.d) * static_cast<float>(msum);
+    acc = (acc + (LoadBlockF16(p) * x.d) * static_cast<float>(isum)) -
+          (LoadBlockF16(p + 2) * x.d) * static_cast<float>(msum);
   }
   return acc;
 }

@@ -29,7 +29,7 @@ RowAt Row(const KvLayerView& kv, std::span<const int32_t> table, int kh, int64_t
 }
 
 // One query, every head. Scratch: k/v rows [dk], [dv]; scores [group][positions] in double.
-void OneQuery(const KvLayerView& kv, const AttentionQuery& q, int n_heads, float scale, float cap) {
+void SoftcapQuery(const KvLayerView& kv, const AttentionQuery& q, int n_heads, float scale, float cap) {
   const int group = n_heads / kv.num_kv_heads;
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   const VisibleRange r = VisiblePositions(kv, q.pos);
@@ -82,7 +82,7 @@ void SoftCappedAttentionBatch(const KvLayerView& kv, std::span<const AttentionQu
   KV_CHECK(cap > 0 && kv.num_kv_heads >= 1 && n_heads % kv.num_kv_heads == 0)
       << "cap " << cap << ", " << n_heads << " heads over " << kv.num_kv_heads << " KV heads";
   auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) OneQuery(kv, queries[size_t(i)], n_heads, scale, cap);
+    for (int64_t i = begin; i < end; ++i) SoftcapQuery(kv, queries[size_t(i)], n_heads, scale, cap);
   };
   if (pool == nullptr) {
     run(0, int64_t(queries.size()));

@@ -22,6 +22,9 @@
 #include "perf/attention_bench.h"
 
 namespace kvengine {
+// The chart's layout and helpers have names of their own (a unity build may compile this file
+// beside the other benchmarks' charts).
+namespace attention_chart {
 namespace {
 
 constexpr double kPanelW = 470;
@@ -134,7 +137,7 @@ std::string DrawSection(const AttentionBenchResult& r,
 
 }  // namespace
 
-std::string FormatAttentionBenchSvg(const AttentionBenchResult& r) {
+std::string Format(const AttentionBenchResult& r) {
   const AttentionBenchOptions& o = r.options;
   const KvPrefetchLevel level =
       r.prefetch_levels.empty() ? DefaultKvPrefetchLevel() : r.prefetch_levels[0];
@@ -226,5 +229,9 @@ std::string FormatAttentionBenchSvg(const AttentionBenchResult& r) {
   s += "</svg>\n";
   return s;
 }
+
+}  // namespace attention_chart
+
+std::string FormatAttentionBenchSvg(const AttentionBenchResult& r) { return attention_chart::Format(r); }
 
 }  // namespace kvengine

@@ -5,16 +5,13 @@
 #include <memory>
 #include <random>
 
+#include "base/clock.h"
 #include "kv/kv_cache_manager.h"
 #include "model_config/kv_groups.h"
 #include "perf/bench_rounds.h"
 
 namespace kvengine {
 namespace {
-
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 struct Config {
   int64_t depth = 0;
@@ -100,7 +97,7 @@ class Runner {
       KV_RETURN_IF_ERROR(model_.Forward(std::span(&c, 1), kv_, pool_, &out_));
       KV_RETURN_IF_ERROR(kv_.MarkComputed(id, pos + len));
     }
-    const double s = Since(t0);
+    const double s = SecondsSince(t0);
     kv_.Release(id);
     return s;
   }
@@ -171,7 +168,7 @@ Result<DecodeBenchRow> MeasureRow(Runner& run, const KvCacheManager& kv, ReadBan
   for (int i = 0; i < o.warmup_steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < o.steps; ++i) KV_RETURN_IF_ERROR(run.Step(seqs));
-  const double s = Since(t0);
+  const double s = SecondsSince(t0);
   run.Release(seqs);
   KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.read_bw.row_min_seconds, 1));
   DecodeBenchRow row;

@@ -17,6 +17,9 @@
 #include "perf/decode_bench.h"
 
 namespace kvengine {
+// The chart's layout and helpers have names of their own (a unity build may compile this file
+// beside the other benchmarks' charts).
+namespace decode_chart {
 namespace {
 
 constexpr double kPanelH = 250;
@@ -103,7 +106,7 @@ const DecodeBenchRow* Find(const DecodeBenchResult& r, KvDtype d,
 
 }  // namespace
 
-std::string FormatDecodeBenchSvg(const DecodeBenchResult& r) {
+std::string Format(const DecodeBenchResult& r) {
   const DecodeBenchOptions& o = r.options;
   const std::vector<KvDtype>& dtypes = o.kv_dtypes;
   std::vector<Panel> panels;
@@ -174,5 +177,9 @@ std::string FormatDecodeBenchSvg(const DecodeBenchResult& r) {
   s += "</svg>\n";
   return s;
 }
+
+}  // namespace decode_chart
+
+std::string FormatDecodeBenchSvg(const DecodeBenchResult& r) { return decode_chart::Format(r); }
 
 }  // namespace kvengine

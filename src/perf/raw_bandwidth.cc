@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 
+#include "base/clock.h"
 #include "base/checked_math.h"
 #include "tier/redis_tier.h"
 
@@ -27,10 +28,6 @@ constexpr uint64_t kDirectAlign = 4096;  // O_DIRECT buffer, offset and length a
 constexpr uint64_t kMaxPassBytes = uint64_t{64} << 30;
 
 using SteadyTime = std::chrono::steady_clock;
-
-double Since(SteadyTime::time_point t0) {
-  return std::chrono::duration<double>(SteadyTime::now() - t0).count();
-}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -189,7 +186,7 @@ Result<RawBandwidth> MeasureMemcpyBandwidth(uint64_t value_bytes, int64_t count,
       const uint64_t off = uint64_t(i) * value_bytes;
       std::memcpy(dst.data() + off, src.data() + off, value_bytes);
     }
-    const double s = Since(t0);
+    const double s = SecondsSince(t0);
     if (p >= 0 && s > 0) rates.push_back(double(total) / s / 1e9);
   }
   // The copies have an observable effect: compare one value.
@@ -252,7 +249,7 @@ Result<RawBandwidth> MeasureFileReadBandwidth(const std::string& dir, uint64_t v
       --p;
       continue;
     }
-    const double s = Since(t0);
+    const double s = SecondsSince(t0);
     if (!ok) return io_error("cannot read");
     if (!direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     if (s > 0) rates.push_back(double(total) / s / 1e9);
@@ -298,7 +295,7 @@ Result<RawBandwidth> MeasureRedisGetBandwidth(const std::string& endpoint,
         [&](int64_t, const redisReply& r) {
           return r.type == REDIS_REPLY_STRING && r.len == value_bytes;
         });
-    const double s = Since(t0);
+    const double s = SecondsSince(t0);
     if (st.ok() && p >= 0 && s > 0) rates.push_back(double(total) / s / 1e9);
   }
   // The values go whether or not the GETs worked (best effort on a broken connection).

@@ -16,6 +16,9 @@
 #include "perf/tier_bench.h"
 
 namespace kvengine {
+// The chart's layout and helpers have names of their own (a unity build may compile this file
+// beside the other benchmarks' charts).
+namespace tier_chart {
 namespace {
 
 constexpr double kWidth = 960;
@@ -66,7 +69,7 @@ struct LogAxis {
 
 }  // namespace
 
-std::string FormatTierBenchSvg(const TierBenchResult& r) {
+std::string Format(const TierBenchResult& r) {
   const double panel_w = (kWidth - 2 * kLeft - kGap - kRight) / 2;
   const double base_y = kTop + kPanelH;
   std::string s = SvgOpen(kWidth, kTop + kPanelH + kBottom);
@@ -160,5 +163,9 @@ std::string FormatTierBenchSvg(const TierBenchResult& r) {
   s += "</svg>\n";
   return s;
 }
+
+}  // namespace tier_chart
+
+std::string FormatTierBenchSvg(const TierBenchResult& r) { return tier_chart::Format(r); }
 
 }  // namespace kvengine

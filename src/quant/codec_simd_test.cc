@@ -26,7 +26,7 @@ using testing_util::EncodeWith;
 using testing_util::kAllDists;
 using testing_util::kRowLengths;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 const RowCodecKernels kRef = ReferenceRowCodecKernels();
 
@@ -93,8 +93,8 @@ std::vector<float> SpecialRow(float amax) {
                           -amax,
                           0.0f,
                           -0.0f,
-                          kInf,
-                          -kInf,
+                          kInfinity,
+                          -kInfinity,
                           std::bit_cast<float>(0x7F800001u),
                           std::bit_cast<float>(0xFFA02000u),
                           std::bit_cast<float>(0x7FC00000u),

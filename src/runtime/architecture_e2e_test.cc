@@ -107,13 +107,13 @@ std::shared_ptr<const Model> Synthetic(const std::string& preset, const std::str
   return model;
 }
 
-std::vector<int32_t> Prompt(int n, int salt = 0) {
+std::vector<int32_t> ArchPrompt(int n, int salt = 0) {
   std::vector<int32_t> p = {1};
   for (int i = 1; i < n; ++i) p.push_back(3 + (i * 37 + salt * 101) % 500);
   return p;
 }
 
-GenerateOptions Greedy(int n) {
+GenerateOptions ArchGreedy(int n) {
   GenerateOptions o;
   o.max_new_tokens = n;
   o.sampling.temperature = 0;
@@ -133,7 +133,7 @@ std::unique_ptr<KvCacheManager> Kv(const Model& m, KvDtype dtype, int block_size
 
 TEST(ArchitectureE2eTest, PagedEqualsContiguousForEveryKvDtype) {
   ThreadPool pool(2);
-  const auto prompt = Prompt(70);  // Past both windows (32, 64) before decoding starts.
+  const auto prompt = ArchPrompt(70);  // Past both windows (32, 64) before decoding starts.
   for (size_t pi = 0; pi < std::size(kPresets); ++pi) {
     const char* preset = kPresets[pi];
     for (size_t di = 0; di < std::size(kAllKvDtypes); ++di) {
@@ -144,22 +144,22 @@ TEST(ArchitectureE2eTest, PagedEqualsContiguousForEveryKvDtype) {
       SCOPED_TRACE(std::string(preset) + " " + wt + " KV " + std::string(KvDtypeName(dtype)));
       auto model = Synthetic(preset, wt);
       auto paged_kv = Kv(*model, dtype, 16);
-      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, Greedy(16));
+      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, ArchGreedy(16));
       ASSERT_TRUE(paged.ok()) << paged.status().ToString();
       auto contiguous_kv = Kv(*model, dtype, kContiguousBlock);
-      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, Greedy(16));
+      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, ArchGreedy(16));
       ASSERT_TRUE(contiguous.ok()) << contiguous.status().ToString();
       EXPECT_EQ(paged->output_ids, contiguous->output_ids);
       EXPECT_EQ(paged->last_logits, contiguous->last_logits);
       // Chunked prefill (chunks of 7) and then a prefix-cache hit on the same prompt.
       auto cached_kv = Kv(*model, dtype, 16, /*prefix=*/true);
-      GenerateOptions chunked = Greedy(16);
+      GenerateOptions chunked = ArchGreedy(16);
       chunked.prefill_chunk = 7;
       auto first = Generate(*model, *cached_kv, pool, 1, prompt, chunked);
       ASSERT_TRUE(first.ok()) << first.status().ToString();
       EXPECT_EQ(first->output_ids, paged->output_ids);
       EXPECT_EQ(first->last_logits, paged->last_logits);
-      auto hit = Generate(*model, *cached_kv, pool, 2, prompt, Greedy(16));
+      auto hit = Generate(*model, *cached_kv, pool, 2, prompt, ArchGreedy(16));
       ASSERT_TRUE(hit.ok()) << hit.status().ToString();
       EXPECT_EQ(hit->cached_prompt_tokens, 64);  // Four whole blocks of the 70-token prompt.
       EXPECT_EQ(hit->output_ids, paged->output_ids);
@@ -182,7 +182,7 @@ std::vector<float> TeacherForced(const Model& m, KvDtype dtype, std::span<const 
 
 TEST(ArchitectureE2eTest, KvDtypesStayWithinTheirLogitBudgets) {
   ThreadPool pool(2);
-  const auto ids = Prompt(120, 3);
+  const auto ids = ArchPrompt(120, 3);
   std::map<KvDtype, float> worst, worst_q8;  // Over float weights; over q8_0 weights.
   for (const char* preset : kPresets) {
     for (const char* wt : kWeightTypes) {
@@ -212,7 +212,7 @@ TEST(ArchitectureE2eTest, KvDtypesStayWithinTheirLogitBudgets) {
 
 TEST(ArchitectureE2eTest, MixedBatchEqualsOneAtATime) {
   ThreadPool pool(2);
-  const auto a = Prompt(70, 1), b = Prompt(45, 2);
+  const auto a = ArchPrompt(70, 1), b = ArchPrompt(45, 2);
   for (const char* preset : kPresets) {
     SCOPED_TRACE(preset);
     auto model = Synthetic(preset, "f16");
@@ -253,8 +253,8 @@ float WeightBudget(const std::string& weight_type) {
 
 TEST(ArchitectureE2eTest, BlockWeightTypesPagedEqualsContiguousAndBatchEqualsAlone) {
   ThreadPool pool(2);
-  const auto prompt = Prompt(70);  // Past both windows (32, 64) before decoding starts.
-  const auto a = Prompt(21, 1), b = Prompt(13, 2);  // Short: 42 models to run.
+  const auto prompt = ArchPrompt(70);  // Past both windows (32, 64) before decoding starts.
+  const auto a = ArchPrompt(21, 1), b = ArchPrompt(13, 2);  // Short: 42 models to run.
   for (size_t pi = 0; pi < std::size(kPresets); ++pi) {
     for (size_t ti = 0; ti < std::size(kBlockWeightTypes); ++ti) {
       const std::string preset = kPresets[pi], wt = kBlockWeightTypes[ti];
@@ -263,10 +263,10 @@ TEST(ArchitectureE2eTest, BlockWeightTypesPagedEqualsContiguousAndBatchEqualsAlo
       SCOPED_TRACE(preset + " " + wt + " KV " + std::string(KvDtypeName(dtype)));
       auto model = Synthetic(preset, wt, IsKQuant(wt));
       auto paged_kv = Kv(*model, dtype, 16);
-      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, Greedy(8));
+      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, ArchGreedy(8));
       ASSERT_TRUE(paged.ok()) << paged.status().ToString();
       auto contiguous_kv = Kv(*model, dtype, kContiguousBlock);
-      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, Greedy(8));
+      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, ArchGreedy(8));
       ASSERT_TRUE(contiguous.ok()) << contiguous.status().ToString();
       EXPECT_EQ(paged->output_ids, contiguous->output_ids);
       EXPECT_EQ(paged->last_logits, contiguous->last_logits);
@@ -295,7 +295,7 @@ TEST(ArchitectureE2eTest, BlockWeightTypesPagedEqualsContiguousAndBatchEqualsAlo
 
 TEST(ArchitectureE2eTest, BlockWeightTypesStayNearF32Weights) {
   ThreadPool pool(2);
-  const auto ids = Prompt(40, 4);
+  const auto ids = ArchPrompt(40, 4);
   std::map<std::string, float> worst;
   for (const char* preset : kPresets) {
     for (const std::string wt : kBlockWeightTypes) {
@@ -336,9 +336,9 @@ TEST(ArchitectureE2eTest, WindowedLayersKvStaysBounded) {
     }
     ASSERT_GE(windowed, 0);
     int32_t max_windowed = 0, max_full = 0;
-    GenerateOptions o = Greedy(260);
+    GenerateOptions o = ArchGreedy(260);
     o.prefill_chunk = 16;
-    auto r = Generate(*model, *kv, pool, 1, Prompt(40), o, [&](int32_t) {
+    auto r = Generate(*model, *kv, pool, 1, ArchPrompt(40), o, [&](int32_t) {
       const KvStats s = kv->Stats();
       max_windowed = std::max(max_windowed, s.groups[size_t(windowed)].used_blocks);
       if (full >= 0) max_full = std::max(max_full, s.groups[size_t(full)].used_blocks);

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/clock.h"
+
 namespace kvengine {
 namespace {
-
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Releases the sequence on every exit path.
 struct SeqGuard {
@@ -71,7 +69,7 @@ Result<GenerateResult> Generate(const Model& model, KvCacheManager& kv, ThreadPo
     r.prefill_tokens += len;
     pos += len;
   }
-  r.prefill_seconds = Since(t0);
+  r.prefill_seconds = SecondsSince(t0);
   // The last prompt row's logits choose the first output token.
   const float* logits = out.Row(0, o.top_logits > 0 ? int64_t(out.logits.size() / size_t(out.n_vocab)) - 1 : 0);
   std::vector<int32_t> history(prompt.begin(), prompt.end());
@@ -90,7 +88,7 @@ Result<GenerateResult> Generate(const Model& model, KvCacheManager& kv, ThreadPo
     KV_RETURN_IF_ERROR(kv.MarkComputed(seq, kv.NumTokens(seq)));
     logits = out.Row(0);
   }
-  r.decode_seconds = Since(t1);
+  r.decode_seconds = SecondsSince(t1);
   r.kv_bytes_in_use = kv.Stats().used_bytes;
   return r;
 }

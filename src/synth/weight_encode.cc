@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "quant/codec_params.h"
 #include "quant/half.h"
 #include "synth/weight_quantize.h"
 
@@ -15,7 +16,7 @@ namespace {
 // The byte layouts in the header are little-endian; stores below copy host-order integers.
 static_assert(std::endian::native == std::endian::little, "synthetic weights assume little-endian");
 
-void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
+using quant_internal::StoreU16;
 uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof(v));

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "quant/codec_params.h"
 #include "quant/half.h"
 
 namespace kvengine {
@@ -26,7 +27,7 @@ constexpr int kMaxScale8 = 127;  // Q6_K int8 scales (-128 unused, so the range 
 // integer, not the next one (CeilCode).
 constexpr float kCeilSlack = 0x1p-12f;
 
-void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof(v)); }
+using quant_internal::StoreU16;
 void StoreU32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Stores v as f16 rounded away from zero (so |stored| >= |v|) and returns the stored value.

@@ -22,16 +22,16 @@ namespace {
 using tier_test::TempDir;
 namespace fs = std::filesystem;
 
-TierKey Key(int i) { return TierKey{BlockHash{Sha256Of("block " + std::to_string(i))}, 0}; }
+TierKey DiskKey(int i) { return TierKey{BlockHash{Sha256Of("block " + std::to_string(i))}, 0}; }
 
 // A record of `payload` random bytes for key i.
-std::vector<uint8_t> Record(int i, size_t payload) {
+std::vector<uint8_t> DiskRecord(int i, size_t payload) {
   std::mt19937 rng(uint32_t(i) * 31 + uint32_t(payload));
   std::vector<uint8_t> bytes(payload);
   for (uint8_t& b : bytes) b = uint8_t(rng());
   RecordMeta meta;
   meta.namespace_digest = Sha256Of("ns");
-  meta.hash = Key(i).hash;
+  meta.hash = DiskKey(i).hash;
   meta.payload_bytes = payload;
   return EncodeRecord(meta, bytes);
 }
@@ -49,7 +49,7 @@ std::optional<std::vector<uint8_t>> GetOne(DiskTier& t, const TierKey& k) {
   return out.at(0);
 }
 
-std::string FilePath(const TempDir& d, int i) { return d.path() + "/" + Key(i).Name() + ".kvb"; }
+std::string FilePath(const TempDir& d, int i) { return d.path() + "/" + DiskKey(i).Name() + ".kvb"; }
 
 class DiskTierTest : public ::testing::TestWithParam<bool> {};  // O_DIRECT reads on/off.
 
@@ -59,17 +59,17 @@ TEST_P(DiskTierTest, RoundTripKeepsEveryByte) {
   ASSERT_TRUE(t);
   const std::vector<size_t> sizes = {0, 1, 4000, 4096 - kRecordHeaderBytes, 1 << 20};
   for (size_t i = 0; i < sizes.size(); ++i)
-    ASSERT_TRUE(t->Put(Key(int(i)), Record(int(i), sizes[i])).ok());
-  std::vector<TierKey> keys = {Key(3), Key(99), Key(0), Key(4), Key(1), Key(2)};
+    ASSERT_TRUE(t->Put(DiskKey(int(i)), DiskRecord(int(i), sizes[i])).ok());
+  std::vector<TierKey> keys = {DiskKey(3), DiskKey(99), DiskKey(0), DiskKey(4), DiskKey(1), DiskKey(2)};
   std::vector<std::optional<std::vector<uint8_t>>> out;
   t->GetMany(keys, &out);
   ASSERT_EQ(out.size(), keys.size());
-  EXPECT_EQ(out[0], Record(3, sizes[3]));
+  EXPECT_EQ(out[0], DiskRecord(3, sizes[3]));
   EXPECT_FALSE(out[1].has_value());
-  EXPECT_EQ(out[2], Record(0, sizes[0]));
-  EXPECT_EQ(out[3], Record(4, sizes[4]));
-  EXPECT_EQ(out[4], Record(1, sizes[1]));
-  EXPECT_EQ(out[5], Record(2, sizes[2]));
+  EXPECT_EQ(out[2], DiskRecord(0, sizes[0]));
+  EXPECT_EQ(out[3], DiskRecord(4, sizes[4]));
+  EXPECT_EQ(out[4], DiskRecord(1, sizes[1]));
+  EXPECT_EQ(out[5], DiskRecord(2, sizes[2]));
   BlockStoreStats s = t->Stats();
   EXPECT_EQ(s.blocks, 5u);
   EXPECT_EQ(s.hits, 5u);
@@ -84,12 +84,12 @@ TEST_P(DiskTierTest, RoundTripKeepsEveryByte) {
     std::cout << "note: " << dir.path() << " refuses O_DIRECT; reads fell back to buffered\n";
   }
   // Overwriting with another size keeps the accounting exact.
-  ASSERT_TRUE(t->Put(Key(4), Record(4, 10)).ok());
-  EXPECT_EQ(GetOne(*t, Key(4)), Record(4, 10));
+  ASSERT_TRUE(t->Put(DiskKey(4), DiskRecord(4, 10)).ok());
+  EXPECT_EQ(GetOne(*t, DiskKey(4)), DiskRecord(4, 10));
   EXPECT_EQ(t->Stats().bytes, fs::file_size(FilePath(dir, 4)) + 4 * kRecordHeaderBytes + 4000 + 1 +
                                   (4096 - kRecordHeaderBytes));
-  t->Erase(Key(4));
-  EXPECT_FALSE(GetOne(*t, Key(4)).has_value());
+  t->Erase(DiskKey(4));
+  EXPECT_FALSE(GetOne(*t, DiskKey(4)).has_value());
   EXPECT_FALSE(fs::exists(FilePath(dir, 4)));
 }
 
@@ -98,31 +98,31 @@ INSTANTIATE_TEST_SUITE_P(Reads, DiskTierTest, ::testing::Values(true, false),
 
 TEST(DiskTierLruTest, CapacityEvictsLeastRecentlyUsed) {
   TempDir dir;
-  const uint64_t rec = Record(0, 1000).size();
+  const uint64_t rec = DiskRecord(0, 1000).size();
   auto t = OpenTier(dir.path(), 3 * rec);
   ASSERT_TRUE(t);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(t->Put(Key(i), Record(i, 1000)).ok());
-  ASSERT_TRUE(GetOne(*t, Key(0)).has_value());
-  ASSERT_TRUE(t->Put(Key(3), Record(3, 1000)).ok());  // Evicts 1, the least recent.
-  EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{Key(2), Key(0), Key(3)}));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(t->Put(DiskKey(i), DiskRecord(i, 1000)).ok());
+  ASSERT_TRUE(GetOne(*t, DiskKey(0)).has_value());
+  ASSERT_TRUE(t->Put(DiskKey(3), DiskRecord(3, 1000)).ok());  // Evicts 1, the least recent.
+  EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{DiskKey(2), DiskKey(0), DiskKey(3)}));
   EXPECT_FALSE(fs::exists(FilePath(dir, 1)));
   EXPECT_EQ(t->Stats().evictions, 1u);
   EXPECT_EQ(t->Stats().bytes, 3 * rec);
-  Status too_big = t->Put(Key(9), Record(9, 3 * rec));
+  Status too_big = t->Put(DiskKey(9), DiskRecord(9, 3 * rec));
   EXPECT_EQ(too_big.code(), StatusCode::kOutOfRange);
   EXPECT_EQ(t->Stats().blocks, 3u);  // A refused Put evicts nothing.
 }
 
 TEST(DiskTierLruTest, RestartKeepsBlocksInLruOrder) {
   TempDir dir;
-  const uint64_t rec = Record(0, 500).size();
+  const uint64_t rec = DiskRecord(0, 500).size();
   {
     auto t = OpenTier(dir.path(), 10 * rec);
     ASSERT_TRUE(t);
-    for (int i = 0; i < 4; ++i) ASSERT_TRUE(t->Put(Key(i), Record(i, 500)).ok());
-    ASSERT_TRUE(GetOne(*t, Key(1)).has_value());
-    ASSERT_TRUE(GetOne(*t, Key(0)).has_value());
-    EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{Key(2), Key(3), Key(1), Key(0)}));
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(t->Put(DiskKey(i), DiskRecord(i, 500)).ok());
+    ASSERT_TRUE(GetOne(*t, DiskKey(1)).has_value());
+    ASSERT_TRUE(GetOne(*t, DiskKey(0)).has_value());
+    EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{DiskKey(2), DiskKey(3), DiskKey(1), DiskKey(0)}));
     // While it is open, the directory is locked.
     Result<std::unique_ptr<DiskTier>> second =
         DiskTier::Open({.dir = dir.path(), .capacity_bytes = 1});
@@ -132,15 +132,15 @@ TEST(DiskTierLruTest, RestartKeepsBlocksInLruOrder) {
   {
     auto t = OpenTier(dir.path(), 10 * rec);
     ASSERT_TRUE(t);
-    EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{Key(2), Key(3), Key(1), Key(0)}));
+    EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{DiskKey(2), DiskKey(3), DiskKey(1), DiskKey(0)}));
     EXPECT_EQ(t->Stats().blocks, 4u);
     EXPECT_EQ(t->Stats().bytes, 4 * rec);
-    EXPECT_EQ(GetOne(*t, Key(3)), Record(3, 500));
+    EXPECT_EQ(GetOne(*t, DiskKey(3)), DiskRecord(3, 500));
   }
   // A smaller capacity at the next start evicts the least recent down to it.
   auto t = OpenTier(dir.path(), 2 * rec);
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{Key(0), Key(3)}));
+  EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{DiskKey(0), DiskKey(3)}));
   EXPECT_FALSE(fs::exists(FilePath(dir, 2)));
   EXPECT_FALSE(fs::exists(FilePath(dir, 1)));
   EXPECT_EQ(t->Stats().evictions, 2u);
@@ -148,7 +148,7 @@ TEST(DiskTierLruTest, RestartKeepsBlocksInLruOrder) {
 
 TEST(DiskTierFilesTest, LeftoversAndStrangersAtOpen) {
   TempDir dir;
-  const std::string temp = dir.path() + "/" + Key(5).Name() + ".kvb.tmp";
+  const std::string temp = dir.path() + "/" + DiskKey(5).Name() + ".kvb.tmp";
   const std::string stranger = dir.path() + "/README";
   const std::string bad_name = dir.path() + "/not-a-key.kvb";
   const std::string tiny = FilePath(dir, 6);
@@ -160,14 +160,14 @@ TEST(DiskTierFilesTest, LeftoversAndStrangersAtOpen) {
   EXPECT_TRUE(fs::exists(stranger));
   EXPECT_TRUE(fs::exists(bad_name));
   EXPECT_EQ(t->Stats().blocks, 0u);
-  EXPECT_FALSE(GetOne(*t, Key(5)).has_value());
+  EXPECT_FALSE(GetOne(*t, DiskKey(5)).has_value());
 }
 
 TEST(DiskTierFilesTest, DamagedFilesAreMissesAndRemoved) {
   TempDir dir;
   auto t = OpenTier(dir.path(), 1 << 20);
   ASSERT_TRUE(t);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(t->Put(Key(i), Record(i, 3000)).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(t->Put(DiskKey(i), DiskRecord(i, 3000)).ok());
   // 0: truncated. 1: one payload bit flipped. 2: holds key 3's record. 3: removed behind our
   // back. 4: truncated and then reopened by a new DiskTier (the size matches the index then).
   ASSERT_EQ(::truncate(FilePath(dir, 0).c_str(), 2000), 0);
@@ -182,7 +182,7 @@ TEST(DiskTierFilesTest, DamagedFilesAreMissesAndRemoved) {
   fs::copy_file(FilePath(dir, 3), FilePath(dir, 2), fs::copy_options::overwrite_existing);
   fs::remove(FilePath(dir, 3));
   for (int i = 0; i < 4; ++i) {
-    EXPECT_FALSE(GetOne(*t, Key(i)).has_value()) << i;
+    EXPECT_FALSE(GetOne(*t, DiskKey(i)).has_value()) << i;
     EXPECT_FALSE(fs::exists(FilePath(dir, i))) << i;
   }
   EXPECT_EQ(t->Stats().corrupt, 3u);
@@ -193,7 +193,7 @@ TEST(DiskTierFilesTest, DamagedFilesAreMissesAndRemoved) {
   t = OpenTier(dir.path(), 1 << 20);
   ASSERT_TRUE(t);
   EXPECT_EQ(t->Stats().blocks, 1u);
-  EXPECT_FALSE(GetOne(*t, Key(4)).has_value());
+  EXPECT_FALSE(GetOne(*t, DiskKey(4)).has_value());
   EXPECT_FALSE(fs::exists(FilePath(dir, 4)));
   EXPECT_EQ(t->Stats().blocks, 0u);
 }

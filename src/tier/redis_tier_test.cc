@@ -20,15 +20,15 @@ using tier_test::RedisServer;
 using tier_test::TempDir;
 constexpr int64_t kMs = 1000000;
 
-TierKey Key(int i) { return TierKey{BlockHash{Sha256Of("block " + std::to_string(i))}, 1}; }
+TierKey RedisKey(int i) { return TierKey{BlockHash{Sha256Of("block " + std::to_string(i))}, 1}; }
 
-std::vector<uint8_t> Record(int i, size_t payload) {
+std::vector<uint8_t> RedisRecord(int i, size_t payload) {
   std::mt19937 rng(uint32_t(i) * 7 + 1);
   std::vector<uint8_t> bytes(payload);
   for (uint8_t& b : bytes) b = uint8_t(rng());
   RecordMeta meta;
   meta.namespace_digest = Sha256Of("ns");
-  meta.hash = Key(i).hash;
+  meta.hash = RedisKey(i).hash;
   meta.group = 1;
   meta.payload_bytes = payload;
   return EncodeRecord(meta, bytes);
@@ -82,44 +82,44 @@ class RedisTierTest : public ::testing::TestWithParam<RedisServer::Transport> {
 TEST_P(RedisTierTest, RoundTripAndPipelinedMisses) {
   auto t = MakeTier(Options());
   ASSERT_TRUE(t);
-  for (int i = 0; i < 50; i += 2) ASSERT_TRUE(t->Put(Key(i), Record(i, 1000 + 37 * i)).ok()) << i;
-  ASSERT_TRUE(t->Put(Key(100), Record(100, 2 << 20)).ok());  // A 2 MiB block.
+  for (int i = 0; i < 50; i += 2) ASSERT_TRUE(t->Put(RedisKey(i), RedisRecord(i, 1000 + 37 * i)).ok()) << i;
+  ASSERT_TRUE(t->Put(RedisKey(100), RedisRecord(100, 2 << 20)).ok());  // A 2 MiB block.
   std::vector<TierKey> keys;
-  for (int i = 0; i < 50; ++i) keys.push_back(Key(i));
-  keys.push_back(Key(100));
+  for (int i = 0; i < 50; ++i) keys.push_back(RedisKey(i));
+  keys.push_back(RedisKey(100));
   std::vector<std::optional<std::vector<uint8_t>>> out;
   t->GetMany(keys, &out);
   ASSERT_EQ(out.size(), keys.size());
   for (int i = 0; i < 50; ++i) {
     if (i % 2 == 0) {
-      EXPECT_EQ(out[size_t(i)], Record(i, 1000 + 37 * i)) << i;
+      EXPECT_EQ(out[size_t(i)], RedisRecord(i, 1000 + 37 * i)) << i;
     } else {
       EXPECT_FALSE(out[size_t(i)].has_value()) << i;
     }
   }
-  EXPECT_EQ(out[50], Record(100, 2 << 20));
+  EXPECT_EQ(out[50], RedisRecord(100, 2 << 20));
   BlockStoreStats s = t->Stats();
   EXPECT_EQ(s.hits, 26u);
   EXPECT_EQ(s.misses, 25u);
   EXPECT_EQ(s.bytes_read, s.bytes_written);
   EXPECT_EQ(s.errors, 0u);
-  EXPECT_EQ(server_->Command({"EXISTS", "kvengine:kv:" + Key(0).Name()}), "1");
-  t->Erase(Key(0));
-  EXPECT_FALSE(GetOne(*t, Key(0)).has_value());
+  EXPECT_EQ(server_->Command({"EXISTS", "kvengine:kv:" + RedisKey(0).Name()}), "1");
+  t->Erase(RedisKey(0));
+  EXPECT_FALSE(GetOne(*t, RedisKey(0)).has_value());
 }
 
 TEST_P(RedisTierTest, DamagedAndForeignValuesAreMisses) {
   auto t = MakeTier(Options());
   ASSERT_TRUE(t);
-  std::vector<uint8_t> rec = Record(1, 500);
+  std::vector<uint8_t> rec = RedisRecord(1, 500);
   rec[300] ^= 1;
   const std::string prefix = "kvengine:kv:";
-  server_->Command({"SET", prefix + Key(1).Name(), std::string(rec.begin(), rec.end())});
-  std::vector<uint8_t> other = Record(3, 500);  // A sound record stored under another key.
-  server_->Command({"SET", prefix + Key(2).Name(), std::string(other.begin(), other.end())});
-  server_->Command({"SET", prefix + Key(4).Name(), "not a record"});
-  server_->Command({"RPUSH", prefix + Key(5).Name(), "a list"});  // GET: -WRONGTYPE.
-  std::vector<TierKey> keys = {Key(1), Key(2), Key(4), Key(5)};
+  server_->Command({"SET", prefix + RedisKey(1).Name(), std::string(rec.begin(), rec.end())});
+  std::vector<uint8_t> other = RedisRecord(3, 500);  // A sound record stored under another key.
+  server_->Command({"SET", prefix + RedisKey(2).Name(), std::string(other.begin(), other.end())});
+  server_->Command({"SET", prefix + RedisKey(4).Name(), "not a record"});
+  server_->Command({"RPUSH", prefix + RedisKey(5).Name(), "a list"});  // GET: -WRONGTYPE.
+  std::vector<TierKey> keys = {RedisKey(1), RedisKey(2), RedisKey(4), RedisKey(5)};
   std::vector<std::optional<std::vector<uint8_t>>> out;
   t->GetMany(keys, &out);
   for (const auto& o : out) EXPECT_FALSE(o.has_value());
@@ -132,20 +132,20 @@ TEST_P(RedisTierTest, DamagedAndForeignValuesAreMisses) {
 TEST_P(RedisTierTest, KilledServerIsAMissThenReconnectsAfterBackoff) {
   auto t = MakeTier(Options());
   ASSERT_TRUE(t);
-  ASSERT_TRUE(t->Put(Key(1), Record(1, 100)).ok());
+  ASSERT_TRUE(t->Put(RedisKey(1), RedisRecord(1, 100)).ok());
   server_->Kill();
-  EXPECT_FALSE(GetOne(*t, Key(1)).has_value());  // The dead connection: a miss, not a crash.
+  EXPECT_FALSE(GetOne(*t, RedisKey(1)).has_value());  // The dead connection: a miss, not a crash.
   EXPECT_FALSE(t->connected());
-  EXPECT_FALSE(t->Put(Key(2), Record(2, 100)).ok());  // Within the backoff: skipped.
+  EXPECT_FALSE(t->Put(RedisKey(2), RedisRecord(2, 100)).ok());  // Within the backoff: skipped.
   EXPECT_EQ(t->Stats().skipped, 1u);
   ASSERT_TRUE(server_->Start().ok());
   // Still within the 100 ms backoff: no connect attempt even though the server is back.
-  EXPECT_FALSE(t->Put(Key(2), Record(2, 100)).ok());
+  EXPECT_FALSE(t->Put(RedisKey(2), RedisRecord(2, 100)).ok());
   EXPECT_EQ(t->Stats().skipped, 2u);
   clock_.Advance(100 * kMs);
-  ASSERT_TRUE(t->Put(Key(2), Record(2, 100)).ok()) << t->last_error();
-  EXPECT_EQ(GetOne(*t, Key(2)), Record(2, 100));
-  EXPECT_FALSE(GetOne(*t, Key(1)).has_value());  // No persistence: the restart lost it.
+  ASSERT_TRUE(t->Put(RedisKey(2), RedisRecord(2, 100)).ok()) << t->last_error();
+  EXPECT_EQ(GetOne(*t, RedisKey(2)), RedisRecord(2, 100));
+  EXPECT_FALSE(GetOne(*t, RedisKey(1)).has_value());  // No persistence: the restart lost it.
   EXPECT_EQ(t->Stats().reconnects, 1u);
   EXPECT_FALSE(t->Stats().breaker_open);
 }
@@ -166,16 +166,16 @@ TEST_P(RedisTierTest, BreakerOpensAfterConsecutiveFailuresAndClosesAfterCooldown
   const uint64_t errors = t->Stats().errors;
   ASSERT_TRUE(server_->Start().ok());
   clock_.Advance(5000 * kMs);  // Past any backoff, within the 10 s cooldown: no network call.
-  EXPECT_FALSE(GetOne(*t, Key(1)).has_value());
-  EXPECT_FALSE(t->Put(Key(1), Record(1, 10)).ok());
+  EXPECT_FALSE(GetOne(*t, RedisKey(1)).has_value());
+  EXPECT_FALSE(t->Put(RedisKey(1), RedisRecord(1, 10)).ok());
   EXPECT_EQ(t->Stats().errors, errors);
   EXPECT_EQ(t->Stats().skipped, 2u);
   EXPECT_FALSE(t->connected());
   // After the cooldown one trial goes through; it succeeds and closes the breaker.
   clock_.Advance(5000 * kMs);
-  ASSERT_TRUE(t->Put(Key(1), Record(1, 10)).ok()) << t->last_error();
+  ASSERT_TRUE(t->Put(RedisKey(1), RedisRecord(1, 10)).ok()) << t->last_error();
   EXPECT_FALSE(t->Stats().breaker_open);
-  EXPECT_EQ(GetOne(*t, Key(1)), Record(1, 10));
+  EXPECT_EQ(GetOne(*t, RedisKey(1)), RedisRecord(1, 10));
   // A failed trial reopens it for another cooldown.
   server_->Kill();
   for (int i = 0; i < 3; ++i) {
@@ -197,30 +197,30 @@ TEST_P(RedisTierTest, PausedServerTimesOutAsAMiss) {
   o.command_timeout_ms = 100;
   auto t = MakeTier(o);
   ASSERT_TRUE(t);
-  ASSERT_TRUE(t->Put(Key(1), Record(1, 100)).ok());
+  ASSERT_TRUE(t->Put(RedisKey(1), RedisRecord(1, 100)).ok());
   ASSERT_EQ(server_->Command({"CLIENT", "PAUSE", "500"}), "OK");
   auto start = std::chrono::steady_clock::now();
-  EXPECT_FALSE(GetOne(*t, Key(1)).has_value());
+  EXPECT_FALSE(GetOne(*t, RedisKey(1)).has_value());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(450));
   EXPECT_FALSE(t->connected());
   EXPECT_EQ(t->Stats().errors, 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   clock_.Advance(100 * kMs);
-  EXPECT_EQ(GetOne(*t, Key(1)), Record(1, 100));
+  EXPECT_EQ(GetOne(*t, RedisKey(1)), RedisRecord(1, 100));
 }
 
 TEST_P(RedisTierTest, FullServerRefusesPutsCleanly) {
   auto t = MakeTier(Options());
   ASSERT_TRUE(t);
-  ASSERT_TRUE(t->Put(Key(0), Record(0, 1000)).ok());
+  ASSERT_TRUE(t->Put(RedisKey(0), RedisRecord(0, 1000)).ok());
   ASSERT_EQ(server_->Command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}), "OK");
   ASSERT_EQ(server_->Command({"CONFIG", "SET", "maxmemory", "1mb"}), "OK");
   Status refused;
-  for (int i = 1; i < 40 && refused.ok(); ++i) refused = t->Put(Key(i), Record(i, 256 << 10));
+  for (int i = 1; i < 40 && refused.ok(); ++i) refused = t->Put(RedisKey(i), RedisRecord(i, 256 << 10));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("OOM"), std::string::npos) << refused.ToString();
   EXPECT_TRUE(t->connected());
-  EXPECT_EQ(GetOne(*t, Key(0)), Record(0, 1000));  // Reads still served.
+  EXPECT_EQ(GetOne(*t, RedisKey(0)), RedisRecord(0, 1000));  // Reads still served.
   EXPECT_FALSE(t->Stats().breaker_open);
 }
 
@@ -250,7 +250,7 @@ TEST_P(RedisFakeServerTest, EveryBadAnswerIsAMiss) {
   o.command_timeout_ms = 200;
   auto t = MakeTier(o);
   ASSERT_TRUE(t);
-  std::vector<TierKey> keys = {Key(1), Key(2), Key(3)};
+  std::vector<TierKey> keys = {RedisKey(1), RedisKey(2), RedisKey(3)};
   std::vector<std::optional<std::vector<uint8_t>>> out;
   t->GetMany(keys, &out);
   ASSERT_EQ(out.size(), 3u);
@@ -258,7 +258,7 @@ TEST_P(RedisFakeServerTest, EveryBadAnswerIsAMiss) {
   EXPECT_EQ(t->Stats().misses, 3u);
   EXPECT_GE(t->Stats().errors, 1u);
   EXPECT_EQ(t->connected(), GetParam().stays_connected) << t->last_error();
-  Status put = t->Put(Key(1), Record(1, 10));
+  Status put = t->Put(RedisKey(1), RedisRecord(1, 10));
   EXPECT_FALSE(put.ok());
 }
 
@@ -311,7 +311,7 @@ TEST(RedisTierOptionsTest, EndpointsAndLimits) {
   // Over max_value_bytes: refused before any network call.
   auto t = MakeTier(o);
   ASSERT_TRUE(t);
-  Status s = t->Put(Key(1), Record(1, 1000));
+  Status s = t->Put(RedisKey(1), RedisRecord(1, 1000));
   EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
   EXPECT_EQ(t->Stats().skipped, 0u);
   EXPECT_FALSE(t->connected());

@@ -9,7 +9,7 @@ namespace {
 
 // A run of `text` that is one token candidate; merging moves the right symbol's bytes into the
 // left one (symbol_merge.h).
-struct Symbol {
+struct SpmSymbol {
   size_t start;  // Byte offset in text.
   SymbolLinks links;
 };
@@ -17,7 +17,7 @@ struct Symbol {
 // A candidate merge of symbols[left] and symbols[right] (adjacent when it was queued) into the
 // token of `score`. It is stale once either side has changed, which `size` detects: merges only
 // grow symbols, so left.size + right.size == size iff neither side has merged since.
-struct Bigram {
+struct SpmBigram {
   int64_t left;
   int64_t right;
   float score;
@@ -25,8 +25,8 @@ struct Bigram {
 };
 
 // Orders the max-heap: higher score first, then lower left index (the leftmost pair).
-struct BigramLess {
-  bool operator()(const Bigram& a, const Bigram& b) const {
+struct SpmBigramLess {
+  bool operator()(const SpmBigram& a, const SpmBigram& b) const {
     if (a.score != b.score) return a.score < b.score;
     return a.left > b.left;
   }
@@ -38,25 +38,25 @@ class SpmSession {
 
   void Run(std::vector<int32_t>* out) {
     SplitIntoCharSymbols(text_, &symbols_,
-                         [](size_t offset, size_t) { return Symbol{offset, {}}; });
-    MergeSymbols<Bigram, BigramLess>(symbols_, *this);
-    ForEachLiveSymbol(symbols_, [&](const Symbol& s) { Emit(s, out); });
+                         [](size_t offset, size_t) { return SpmSymbol{offset, {}}; });
+    MergeSymbols<SpmBigram, SpmBigramLess>(symbols_, *this);
+    ForEachLiveSymbol(symbols_, [&](const SpmSymbol& s) { Emit(s, out); });
   }
 
   // The merge rules (symbol_merge.h).
-  std::optional<Bigram> Offer(int64_t left, int64_t right) const {
+  std::optional<SpmBigram> Offer(int64_t left, int64_t right) const {
     const size_t size = symbols_[size_t(left)].links.size + symbols_[size_t(right)].links.size;
     const int32_t id = vocab_.Find(text_.substr(symbols_[size_t(left)].start, size));
     if (id == kNoToken) return std::nullopt;
-    return Bigram{left, right, vocab_.score[size_t(id)], size};
+    return SpmBigram{left, right, vocab_.score[size_t(id)], size};
   }
-  bool Stale(const Bigram& b) const {
+  bool Stale(const SpmBigram& b) const {
     return symbols_[size_t(b.left)].links.size + symbols_[size_t(b.right)].links.size != b.size;
   }
-  void Absorb(const Bigram&) {}  // The text span grows with the size; nothing else changes.
+  void Absorb(const SpmBigram&) {}  // The text span grows with the size; nothing else changes.
 
  private:
-  void Emit(const Symbol& s, std::vector<int32_t>* out) const {
+  void Emit(const SpmSymbol& s, std::vector<int32_t>* out) const {
     const std::string_view piece = text_.substr(s.start, s.links.size);
     const int32_t id = vocab_.Find(piece);
     if (id != kNoToken) {
@@ -69,7 +69,7 @@ class SpmSession {
 
   const Vocab& vocab_;
   std::string_view text_;
-  std::vector<Symbol> symbols_;
+  std::vector<SpmSymbol> symbols_;
 };
 
 }  // namespace

@@ -20,7 +20,7 @@ using tokenizer_test::WriterFor;
 
 constexpr int32_t kA = 3 + 256;      // "a"
 constexpr int32_t kSpaceA = kA + 1;  // "▁a"
-int32_t Byte(int b) { return 3 + b; }
+int32_t ByteId(int b) { return 3 + b; }
 
 std::unique_ptr<Tokenizer> SmallTokenizer() {
   std::unique_ptr<GgufFile> file =
@@ -52,7 +52,7 @@ TEST(StreamDecoderTest, HoldsBackSplitCharacters) {
   std::unique_ptr<Tokenizer> tok = SmallTokenizer();
   ASSERT_NE(tok, nullptr);
   // "a😀a" with the emoji (F0 9F 98 80) as four byte tokens.
-  const std::vector<int32_t> ids = {kA, Byte(0xF0), Byte(0x9F), Byte(0x98), Byte(0x80), kA};
+  const std::vector<int32_t> ids = {kA, ByteId(0xF0), ByteId(0x9F), ByteId(0x98), ByteId(0x80), kA};
   std::vector<std::string> chunks;
   EXPECT_EQ(StreamAll(*tok, ids, &chunks), tok->Decode(ids));
   EXPECT_EQ(chunks, (std::vector<std::string>{"a", "", "", "", "\xF0\x9F\x98\x80", "a", ""}));
@@ -64,12 +64,12 @@ TEST(StreamDecoderTest, RepairsInvalidAndTruncatedBytes) {
   const std::string fffd(kUtf8Replacement);
   // A cut emoji followed by "a": the three bytes become one U+FFFD as soon as "a" arrives.
   std::vector<std::string> chunks;
-  std::vector<int32_t> ids = {Byte(0xF0), Byte(0x9F), Byte(0x98), kA};
+  std::vector<int32_t> ids = {ByteId(0xF0), ByteId(0x9F), ByteId(0x98), kA};
   EXPECT_EQ(StreamAll(*tok, ids, &chunks), fffd + "a");
   EXPECT_EQ(chunks[3], fffd + "a");
   // A stray continuation byte is replaced at once; a truncated tail at Finish.
   chunks.clear();
-  ids = {Byte(0x80), kA, Byte(0xE4), Byte(0xB8)};
+  ids = {ByteId(0x80), kA, ByteId(0xE4), ByteId(0xB8)};
   EXPECT_EQ(StreamAll(*tok, ids, &chunks), fffd + "a" + fffd);
   EXPECT_EQ(chunks[0], fffd);
   EXPECT_EQ(chunks.back(), fffd);
