@@ -119,6 +119,11 @@ case "$what" in
       and (.fraction_of_read_bw - .implied_gb_per_s / .read_bw_gb_per_s | fabs) < 1e-9
       and .bytes_per_step == .weight_bytes_per_step + .kv_bytes_per_step and .threads == 1)' "$json"
     expect decode_random_fill 'all(.[]; .kv_filled_randomly == (.depth > 0))' "$json"
+    expect decode_macs 'all(.[]; .weight_macs_per_token > 0 and .fma_peak_gmacs > 0
+      and (.weight_gmacs_per_s - .weight_macs_per_token * .decode_tokens_per_s / 1e9 | fabs) < 1e-6
+      and (.fraction_of_fma_peak - .weight_gmacs_per_s / .fma_peak_gmacs | fabs) < 1e-9)
+      and all(.[] | select(has("prefill_tokens")); .prefill_fma_peak_gmacs > 0
+      and .prefill_weight_gmacs_per_s > 0 and .prefill_fraction_of_fma_peak > 0)' "$json"
     expect decode_kv_grows 'map(select(.kv_dtype == "f16" and .batch == 1)) | sort_by(.depth)
       | .[0].kv_bytes_per_step < .[1].kv_bytes_per_step' "$json"
     expect decode_int8_smaller '(map(select(.kv_dtype == "int8" and .depth == 64))[0].kv_bytes_per_step)

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/clock.h"
+#include "kernels/fma_peak.h"
 #include "kv/kv_cache_manager.h"
 #include "model_config/kv_groups.h"
 #include "perf/bench_rounds.h"
@@ -171,6 +172,7 @@ Result<DecodeBenchRow> MeasureRow(Runner& run, const KvCacheManager& kv, ReadBan
   const double s = SecondsSince(t0);
   run.Release(seqs);
   KV_ASSIGN_OR_RETURN(const double row_bw, probe.Measure(pool, o.read_bw.row_min_seconds, 1));
+  const double row_peak = MeasureFmaPeakGmacs(pool);
   DecodeBenchRow row;
   row.kv_dtype = dtype;
   row.depth = c.depth;
@@ -189,6 +191,11 @@ Result<DecodeBenchRow> MeasureRow(Runner& run, const KvCacheManager& kv, ReadBan
       double(row.weight_bytes_per_step + row.kv_bytes_per_step) * o.steps / s / 1e9;
   row.read_bw_gb_per_s = row_bw;
   row.fraction_of_read_bw = row.implied_gb_per_s / row_bw;
+  const WeightMacs macs = DecodeWeightMacs(file);
+  row.weight_macs_per_token = macs.layers + macs.output;
+  row.weight_gmacs_per_s = double(row.weight_macs_per_token) * row.decode_tokens_per_s / 1e9;
+  row.fma_peak_gmacs = row_peak;
+  row.fraction_of_fma_peak = row.weight_gmacs_per_s / row_peak;
   return row;
 }
 
@@ -208,6 +215,23 @@ uint64_t DecodeWeightBytes(const GgufFile& file, int batch) {
   return bytes;
 }
 
+WeightMacs DecodeWeightMacs(const GgufFile& file) {
+  const GgufTensor* embd = file.FindTensor("token_embd.weight");
+  const GgufTensor* out = file.FindTensor("output.weight");
+  if (out == nullptr) out = embd;  // Tied: the embedding is the output projection too.
+  WeightMacs m;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.n_dims != 2) continue;  // Norms, biases: no matrix product.
+    const uint64_t elements = uint64_t(t.dims[0]) * uint64_t(t.dims[1]);
+    if (&t == out) {
+      m.output = elements;
+    } else if (&t != embd) {
+      m.layers += elements;
+    }
+  }
+  return m;
+}
+
 Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& file, ThreadPool& pool,
                                          const DecodeBenchOptions& o,
                                          const BenchProgress& progress) {
@@ -221,6 +245,7 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
   KV_ASSIGN_OR_RETURN(ReadBandwidthProbe probe, ReadBandwidthProbe::Create(o.read_bw.bytes, &pool));
   KV_ASSIGN_OR_RETURN(r.read_bw_gb_per_s,
                       probe.Measure(pool, o.read_bw.min_seconds, o.read_bw.min_passes));
+  r.fma_peak_gmacs = MeasureFmaPeakGmacs(pool);
   const std::vector<Config> configs = Configs(o);
   // Blocks every group needs for the largest measurement (+1 per sequence for a partial block).
   const int64_t extra = o.warmup_steps + o.steps;
@@ -260,11 +285,15 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
     }
     // Each round runs the prefill and every row again; a row keeps its fastest round.
     const size_t first_row = r.rows.size();
-    double prefill_s = 0;
+    double prefill_s = 0, prefill_peak = 0;
     for (int round = 0; round < o.rounds; ++round) {
       if (o.prompt_tokens > 0) {
         KV_ASSIGN_OR_RETURN(const double s, run.Prefill(o.prompt_tokens, o.prefill_chunk));
-        prefill_s = round == 0 ? s : std::min(prefill_s, s);
+        const double peak = MeasureFmaPeakGmacs(pool);
+        if (round == 0 || s < prefill_s) {
+          prefill_s = s;
+          prefill_peak = peak;
+        }
         if (progress) progress(++done, total);
       }
       for (size_t i = 0; i < configs.size(); ++i) {
@@ -280,8 +309,17 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
       for (size_t i = first_row; i < r.rows.size(); ++i) {
         if (r.rows[i].depth == 0 && r.rows[i].batch == 1) at = i;
       }
-      r.rows[at].prefill_tokens = o.prompt_tokens;
-      r.rows[at].prefill_tokens_per_s = double(o.prompt_tokens) / prefill_s;
+      DecodeBenchRow& row = r.rows[at];
+      row.prefill_tokens = o.prompt_tokens;
+      row.prefill_tokens_per_s = double(o.prompt_tokens) / prefill_s;
+      // Every prompt token through the layers, one output projection per chunk.
+      const WeightMacs macs = DecodeWeightMacs(file);
+      const int64_t chunks = (o.prompt_tokens + o.prefill_chunk - 1) / o.prefill_chunk;
+      const double prefill_macs =
+          double(macs.layers) * double(o.prompt_tokens) + double(macs.output) * double(chunks);
+      row.prefill_weight_gmacs_per_s = prefill_macs / prefill_s / 1e9;
+      row.prefill_fma_peak_gmacs = prefill_peak;
+      row.prefill_fraction_of_fma_peak = row.prefill_weight_gmacs_per_s / prefill_peak;
     }
   }
   return r;

@@ -72,6 +72,17 @@ struct DecodeBenchRow {
   double read_bw_gb_per_s = 0;     // Measured with the same pool right after this row's steps
                                    // (of its fastest round).
   double fraction_of_read_bw = 0;  // implied_gb_per_s / read_bw_gb_per_s.
+  // The arithmetic side: multiply-adds of the weight matrices per decoded token
+  // (DecodeWeightMacs; attention's are not counted), their rate at this row's tokens/s, and
+  // the f32 multiply-add peak measured with the same pool right after the row (kernels/fma_peak.h).
+  uint64_t weight_macs_per_token = 0;
+  double weight_gmacs_per_s = 0;    // weight_macs_per_token * decode_tokens_per_s / 1e9.
+  double fma_peak_gmacs = 0;
+  double fraction_of_fma_peak = 0;  // weight_gmacs_per_s / fma_peak_gmacs.
+  // The same for the prefill, where measured (its peak measured right after its fastest pass).
+  double prefill_weight_gmacs_per_s = 0;
+  double prefill_fma_peak_gmacs = 0;
+  double prefill_fraction_of_fma_peak = 0;
 };
 
 struct DecodeBenchResult {
@@ -79,11 +90,22 @@ struct DecodeBenchResult {
   std::string model;
   int threads = 0;
   double read_bw_gb_per_s = 0;       // With the same pool, before the rows (each row has its own).
+  double fma_peak_gmacs = 0;         // Likewise: f32 multiply-adds per second / 1e9.
   std::vector<DecodeBenchRow> rows;  // Per dtype: the depths, then the batches.
 };
 
 // Weight bytes one decode step of `batch` tokens reads from `file` (see DecodeBenchRow).
 uint64_t DecodeWeightBytes(const GgufFile& file, int batch);
+
+// Multiply-adds of `file`'s weight matrices for one token: `layers`, every 2-D tensor but the
+// token embedding and the output projection (one multiply-add per element), and `output`, the
+// output projection's (the token embedding's where it doubles as the output). A decoded token
+// costs layers + output; a prefill chunk computes the output for its last token only.
+struct WeightMacs {
+  uint64_t layers = 0;
+  uint64_t output = 0;
+};
+WeightMacs DecodeWeightMacs(const GgufFile& file);
 
 // `file` is the model's GGUF (for weight bytes). progress(done, total): after each measurement.
 Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& file, ThreadPool& pool,

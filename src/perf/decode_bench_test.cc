@@ -80,8 +80,28 @@ TEST_F(DecodeBenchTest, RunsEachDepthThenEachBatchOncePerDtype) {
     EXPECT_EQ(row.prefill_tokens, i % 3 == 0 ? 20 : 0);
     if (i % 3 == 0) {
       EXPECT_GT(row.prefill_tokens_per_s, 0);
+      EXPECT_GT(row.prefill_fma_peak_gmacs, 0);
+      // 20 prompt tokens through the layers, one output projection per chunk of 8 (3 chunks).
+      const WeightMacs macs = DecodeWeightMacs(*file_);
+      EXPECT_NEAR(row.prefill_weight_gmacs_per_s,
+                  (20.0 * double(macs.layers) + 3.0 * double(macs.output)) *
+                      (row.prefill_tokens_per_s / 20.0) / 1e9,
+                  1e-9 * row.prefill_weight_gmacs_per_s);
+      EXPECT_DOUBLE_EQ(row.prefill_fraction_of_fma_peak,
+                       row.prefill_weight_gmacs_per_s / row.prefill_fma_peak_gmacs);
+    } else {
+      EXPECT_EQ(row.prefill_fma_peak_gmacs, 0);
     }
+    // The arithmetic side: the weights' multiply-adds at the row's tokens/s, against the FMA
+    // peak measured after the row.
+    const WeightMacs macs = DecodeWeightMacs(*file_);
+    EXPECT_EQ(row.weight_macs_per_token, macs.layers + macs.output);
+    EXPECT_DOUBLE_EQ(row.weight_gmacs_per_s,
+                     double(row.weight_macs_per_token) * row.decode_tokens_per_s / 1e9);
+    EXPECT_GT(row.fma_peak_gmacs, 0);
+    EXPECT_DOUBLE_EQ(row.fraction_of_fma_peak, row.weight_gmacs_per_s / row.fma_peak_gmacs);
   }
+  EXPECT_GT(r->fma_peak_gmacs, 0);
   // Deeper and wider steps read more KV; int8 rows read less KV than f16's.
   EXPECT_LT(r->rows[0].kv_bytes_per_step, r->rows[1].kv_bytes_per_step);
   EXPECT_LT(r->rows[0].kv_bytes_per_step, r->rows[2].kv_bytes_per_step);
@@ -165,6 +185,29 @@ TEST_F(DecodeBenchTest, WeightBytesReadOnlyTheEmbeddingRowsOfTheBatch) {
   const uint64_t row = embd->byte_size / uint64_t(embd->dims[1]);
   EXPECT_EQ(DecodeWeightBytes(*file_, 1), all - embd->byte_size + row);
   EXPECT_EQ(DecodeWeightBytes(*file_, 4), all - embd->byte_size + 4 * row);
+}
+
+// The tiny preset: 2 layers, n_embd 64, 4 query heads and 2 KV heads of 16, n_ff 128, vocab 512.
+TEST_F(DecodeBenchTest, WeightMacsCountEveryMatrixOncePerToken) {
+  const WeightMacs macs = DecodeWeightMacs(*file_);
+  const uint64_t attn = 64 * 64 + 2 * (64 * 2 * 16) + 64 * 64;  // q, k, v, o.
+  const uint64_t ffn = 3 * 64 * 128;                             // gate, up, down.
+  EXPECT_EQ(macs.layers, 2 * (attn + ffn));
+  EXPECT_EQ(macs.output, 64u * 512u);  // output.weight; the embedding is a lookup.
+}
+
+TEST(DecodeWeightMacsTest, ATiedEmbeddingIsTheOutputProjection) {
+  synth_test::ScopedTempDir dir;
+  SyntheticModelSpec spec = *FindSyntheticPreset("tiny");
+  spec.tied_output = true;
+  const std::string path = dir.File("tied.gguf");
+  ASSERT_TRUE(WriteSyntheticModel(spec, path).ok());
+  Result<std::unique_ptr<GgufFile>> f = GgufFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ((*f)->FindTensor("output.weight"), nullptr);
+  const WeightMacs macs = DecodeWeightMacs(**f);
+  EXPECT_EQ(macs.output, 64u * 512u);
+  EXPECT_EQ(macs.layers, 2u * (64 * 64 + 2 * (64 * 2 * 16) + 64 * 64 + 3 * 64 * 128));
 }
 
 TEST_F(DecodeBenchTest, RejectsDepthsBeyondTheContext) {
