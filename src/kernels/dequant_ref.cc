@@ -88,12 +88,14 @@ void DequantizeBlocks(WeightFormat format, const uint8_t* src, int64_t n_blocks,
       }
       case WeightFormat::kQ4_1: {
         const uint8_t* p = src + i * kQ4_1BlockBytes;
-        DecodeQ32(p + 4, 0, LoadBlockF16(p), 0, true, LoadBlockF16(p + 2), dst + i * kQBlockElements);
+        DecodeQ32(p + 4, 0, LoadBlockF16(p), 0, true, LoadBlockF16(p + 2),
+                  dst + i * kQBlockElements);
         break;
       }
       case WeightFormat::kQ5_0: {
         const uint8_t* p = src + i * kQ5_0BlockBytes;
-        DecodeQ32(p + 6, LoadU32(p + 2), LoadBlockF16(p), 16, false, 0.0f, dst + i * kQBlockElements);
+        DecodeQ32(p + 6, LoadU32(p + 2), LoadBlockF16(p), 16, false, 0.0f,
+                  dst + i * kQBlockElements);
         break;
       }
       case WeightFormat::kQ5_1: {

@@ -72,7 +72,8 @@ void FlashHead(const VisibleRows& rows, const float* q16, size_t dk, size_t dv, 
   for (size_t d = 0; d < dv; ++d) out[d] = acc[d] * inv;
 }
 
-void LlamaCppQuery(const KvLayerView& kv, const AttentionQuery& q, int n_heads, float scale, float cap) {
+void LlamaCppQuery(const KvLayerView& kv, const AttentionQuery& q, int n_heads, float scale,
+                   float cap) {
   const int group = n_heads / kv.num_kv_heads;
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   std::vector<float> q16(dk);
@@ -110,7 +111,9 @@ void LlamaCppFlashAttentionBatch(const KvLayerView& kv, std::span<const Attentio
   KV_CHECK(cap >= 0 && kv.num_kv_heads >= 1 && n_heads % kv.num_kv_heads == 0)
       << "cap " << cap << ", " << n_heads << " heads over " << kv.num_kv_heads << " KV heads";
   auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) LlamaCppQuery(kv, queries[size_t(i)], n_heads, scale, cap);
+    for (int64_t i = begin; i < end; ++i) {
+      LlamaCppQuery(kv, queries[size_t(i)], n_heads, scale, cap);
+    }
   };
   if (pool == nullptr) {
     run(0, int64_t(queries.size()));

@@ -29,7 +29,8 @@ RowAt Row(const KvLayerView& kv, std::span<const int32_t> table, int kh, int64_t
 }
 
 // One query, every head. Scratch: k/v rows [dk], [dv]; scores [group][positions] in double.
-void SoftcapQuery(const KvLayerView& kv, const AttentionQuery& q, int n_heads, float scale, float cap) {
+void SoftcapQuery(const KvLayerView& kv, const AttentionQuery& q, int n_heads, float scale,
+                  float cap) {
   const int group = n_heads / kv.num_kv_heads;
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   const VisibleRange r = VisiblePositions(kv, q.pos);

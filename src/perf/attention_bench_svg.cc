@@ -232,6 +232,8 @@ std::string Format(const AttentionBenchResult& r) {
 
 }  // namespace attention_chart
 
-std::string FormatAttentionBenchSvg(const AttentionBenchResult& r) { return attention_chart::Format(r); }
+std::string FormatAttentionBenchSvg(const AttentionBenchResult& r) {
+  return attention_chart::Format(r);
+}
 
 }  // namespace kvengine

@@ -76,7 +76,7 @@ struct DecodeBenchRow {
   // (DecodeWeightMacs; attention's are not counted), their rate at this row's tokens/s, and
   // the f32 multiply-add peak measured with the same pool right after the row (kernels/fma_peak.h).
   uint64_t weight_macs_per_token = 0;
-  double weight_gmacs_per_s = 0;    // weight_macs_per_token * decode_tokens_per_s / 1e9.
+  double weight_gmacs_per_s = 0;  // weight_macs_per_token * decode_tokens_per_s / 1e9.
   double fma_peak_gmacs = 0;
   double fraction_of_fma_peak = 0;  // weight_gmacs_per_s / fma_peak_gmacs.
   // The same for the prefill, where measured (its peak measured right after its fastest pass).

@@ -191,7 +191,7 @@ TEST_F(DecodeBenchTest, WeightBytesReadOnlyTheEmbeddingRowsOfTheBatch) {
 TEST_F(DecodeBenchTest, WeightMacsCountEveryMatrixOncePerToken) {
   const WeightMacs macs = DecodeWeightMacs(*file_);
   const uint64_t attn = 64 * 64 + 2 * (64 * 2 * 16) + 64 * 64;  // q, k, v, o.
-  const uint64_t ffn = 3 * 64 * 128;                             // gate, up, down.
+  const uint64_t ffn = 3 * 64 * 128;                            // gate, up, down.
   EXPECT_EQ(macs.layers, 2 * (attn + ffn));
   EXPECT_EQ(macs.output, 64u * 512u);  // output.weight; the embedding is a lookup.
 }

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
 
-#include "base/clock.h"
 #include "base/checked_math.h"
+#include "base/clock.h"
 #include "tier/redis_tier.h"
 
 namespace kvengine {

@@ -49,7 +49,9 @@ std::optional<std::vector<uint8_t>> GetOne(DiskTier& t, const TierKey& k) {
   return out.at(0);
 }
 
-std::string FilePath(const TempDir& d, int i) { return d.path() + "/" + DiskKey(i).Name() + ".kvb"; }
+std::string FilePath(const TempDir& d, int i) {
+  return d.path() + "/" + DiskKey(i).Name() + ".kvb";
+}
 
 class DiskTierTest : public ::testing::TestWithParam<bool> {};  // O_DIRECT reads on/off.
 
@@ -60,7 +62,8 @@ TEST_P(DiskTierTest, RoundTripKeepsEveryByte) {
   const std::vector<size_t> sizes = {0, 1, 4000, 4096 - kRecordHeaderBytes, 1 << 20};
   for (size_t i = 0; i < sizes.size(); ++i)
     ASSERT_TRUE(t->Put(DiskKey(int(i)), DiskRecord(int(i), sizes[i])).ok());
-  std::vector<TierKey> keys = {DiskKey(3), DiskKey(99), DiskKey(0), DiskKey(4), DiskKey(1), DiskKey(2)};
+  std::vector<TierKey> keys = {DiskKey(3), DiskKey(99), DiskKey(0),
+                               DiskKey(4), DiskKey(1),  DiskKey(2)};
   std::vector<std::optional<std::vector<uint8_t>>> out;
   t->GetMany(keys, &out);
   ASSERT_EQ(out.size(), keys.size());
@@ -122,7 +125,8 @@ TEST(DiskTierLruTest, RestartKeepsBlocksInLruOrder) {
     for (int i = 0; i < 4; ++i) ASSERT_TRUE(t->Put(DiskKey(i), DiskRecord(i, 500)).ok());
     ASSERT_TRUE(GetOne(*t, DiskKey(1)).has_value());
     ASSERT_TRUE(GetOne(*t, DiskKey(0)).has_value());
-    EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{DiskKey(2), DiskKey(3), DiskKey(1), DiskKey(0)}));
+    EXPECT_EQ(t->KeysLruFirst(),
+              (std::vector<TierKey>{DiskKey(2), DiskKey(3), DiskKey(1), DiskKey(0)}));
     // While it is open, the directory is locked.
     Result<std::unique_ptr<DiskTier>> second =
         DiskTier::Open({.dir = dir.path(), .capacity_bytes = 1});
@@ -132,7 +136,8 @@ TEST(DiskTierLruTest, RestartKeepsBlocksInLruOrder) {
   {
     auto t = OpenTier(dir.path(), 10 * rec);
     ASSERT_TRUE(t);
-    EXPECT_EQ(t->KeysLruFirst(), (std::vector<TierKey>{DiskKey(2), DiskKey(3), DiskKey(1), DiskKey(0)}));
+    EXPECT_EQ(t->KeysLruFirst(),
+              (std::vector<TierKey>{DiskKey(2), DiskKey(3), DiskKey(1), DiskKey(0)}));
     EXPECT_EQ(t->Stats().blocks, 4u);
     EXPECT_EQ(t->Stats().bytes, 4 * rec);
     EXPECT_EQ(GetOne(*t, DiskKey(3)), DiskRecord(3, 500));

@@ -82,7 +82,8 @@ class RedisTierTest : public ::testing::TestWithParam<RedisServer::Transport> {
 TEST_P(RedisTierTest, RoundTripAndPipelinedMisses) {
   auto t = MakeTier(Options());
   ASSERT_TRUE(t);
-  for (int i = 0; i < 50; i += 2) ASSERT_TRUE(t->Put(RedisKey(i), RedisRecord(i, 1000 + 37 * i)).ok()) << i;
+  for (int i = 0; i < 50; i += 2)
+    ASSERT_TRUE(t->Put(RedisKey(i), RedisRecord(i, 1000 + 37 * i)).ok()) << i;
   ASSERT_TRUE(t->Put(RedisKey(100), RedisRecord(100, 2 << 20)).ok());  // A 2 MiB block.
   std::vector<TierKey> keys;
   for (int i = 0; i < 50; ++i) keys.push_back(RedisKey(i));
@@ -216,7 +217,8 @@ TEST_P(RedisTierTest, FullServerRefusesPutsCleanly) {
   ASSERT_EQ(server_->Command({"CONFIG", "SET", "maxmemory-policy", "noeviction"}), "OK");
   ASSERT_EQ(server_->Command({"CONFIG", "SET", "maxmemory", "1mb"}), "OK");
   Status refused;
-  for (int i = 1; i < 40 && refused.ok(); ++i) refused = t->Put(RedisKey(i), RedisRecord(i, 256 << 10));
+  for (int i = 1; i < 40 && refused.ok(); ++i)
+    refused = t->Put(RedisKey(i), RedisRecord(i, 256 << 10));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("OOM"), std::string::npos) << refused.ToString();
   EXPECT_TRUE(t->connected());

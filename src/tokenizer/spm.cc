@@ -37,8 +37,9 @@ class SpmSession {
   SpmSession(const Vocab& vocab, std::string_view text) : vocab_(vocab), text_(text) {}
 
   void Run(std::vector<int32_t>* out) {
-    SplitIntoCharSymbols(text_, &symbols_,
-                         [](size_t offset, size_t) { return SpmSymbol{offset, {}}; });
+    SplitIntoCharSymbols(text_, &symbols_, [](size_t offset, size_t) {
+      return SpmSymbol{offset, {}};
+    });
     MergeSymbols<SpmBigram, SpmBigramLess>(symbols_, *this);
     ForEachLiveSymbol(symbols_, [&](const SpmSymbol& s) { Emit(s, out); });
   }
