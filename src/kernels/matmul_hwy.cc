@@ -265,21 +265,24 @@ HWY_INLINE void WithTileShape(size_t s, const F& f) {
 // Every token tile of `plan` against one panel of rows [row_begin, row_end), each pass over all
 // of the panel's rows; xp holds the block's tokens packed, tile by tile (tile i at
 // start[i] * vectors * lanes). The call's first panel comes from memory in its first pass
-// (prefetching ahead along its rows); every other pass finds its panel in L2. With more than one
-// pass, the passes share the prefetch of the next panel, [row_end, row_end_all): pass i of the
-// `shares` that take part prefetches the next panel's rows for every shares-th row tile, so the
-// memory streams the next panel while all of this one's passes compute. Alternated with the
-// previous schedule (the last pass alone prefetching the next panel) in one process on Zen 4
-// (F16, 2048 rows, best of each): 8 tokens 64 -> 74 GFLOPS with 1 thread and 119 -> 133 with 2;
-// 16 tokens 88 -> 91 and 175 -> 185; 40-80 tokens 1-3% faster (kernels_bench, BENCHMARKS.md).
+// (prefetching ahead along its rows); every other pass finds its panel in L2. The passes share
+// the prefetch of the next panel, [row_end, row_end_all): pass i of the `shares` that take part
+// prefetches the next panel's rows for every shares-th row tile, so the memory streams the next
+// panel while all of this one's passes compute. Alternated with the previous schedule (the last
+// pass alone prefetching the next panel; a single pass only its own rows, 1 KiB ahead) in one
+// process on Zen 4 (F16, 2048 rows, best of each): 4 and 6 tokens 46 -> 69 and 61 -> 89 GFLOPS
+// with 1 thread (82 -> 114, 108 -> 162 with 2); 8 tokens 64 -> 74; 16 tokens 88 -> 91; 40-80
+// tokens 1-3% faster (kernels_bench, BENCHMARKS.md).
 template <class Tile>
 HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTilePlan& plan,
                             int64_t row_begin, int64_t row_end, int64_t row_end_all, float* y,
                             bool first_panel) {
   const size_t tile_stride = PackedVectors(static_cast<size_t>(w.cols)) * hn::Lanes(DF());
-  const bool prefetch_next = row_end < row_end_all && plan.n > 1;
-  // The passes that share the next panel's prefetch: all but the first panel's first pass.
-  const size_t first_share = first_panel ? 1 : 0;
+  const bool prefetch_next = row_end < row_end_all;
+  // The passes that share the next panel's prefetch: all but the first panel's first pass, which
+  // streams its own rows; a single pass (4-6 tokens) always takes the whole next panel, its rows
+  // of the call's first panel coming on demand.
+  const size_t first_share = first_panel && plan.n > 1 ? 1 : 0;
   const int64_t shares = static_cast<int64_t>(plan.n - first_share);
   for (size_t i = 0; i < plan.n; ++i) {
     const Prefetch p = (!prefetch_next && i == 0) || (prefetch_next && i < first_share)
