@@ -74,10 +74,8 @@ constexpr size_t kPanelBytes = 256 * 1024;
 // panel is read, so the weights are read from memory once per block. The block's activations are
 // packed once per call into a buffer per thread (192 x 5632 floats on AVX-512: 4.1 MiB).
 constexpr int64_t kBlockTokens = 32 * kTokenTiles[0];
-// Token-tile passes over one panel at most: the block's full tiles and one of each smaller shape
-// (what the larger shapes leave holds each smaller one at most once: < 6 tokens, then < 4, < 2).
-constexpr size_t kMaxTokenPasses =
-    size_t(kBlockTokens) / kTokenTiles[0] + std::size(kTokenTiles) - 1;
+// Token-tile passes over one panel at most: the block's full tiles and one tail tile.
+constexpr size_t kMaxTokenPasses = size_t(kBlockTokens) / kTokenTiles[0] + 1;
 // Software prefetch distance along each weight row (a prefetch past the row's end is harmless).
 constexpr size_t kPrefetchBytes = 1024;
 
@@ -164,23 +162,25 @@ HWY_INLINE size_t PackedVectors(size_t cols) {
   return (cols + hn::Lanes(DF()) - 1) / hn::Lanes(DF());
 }
 
-// Packs tokens [0, n) of x (rows of `cols` floats) for a tile of n tokens: vector v of token t at
-// xp + (v * n + t) * lanes, for v < PackedVectors(cols); the lanes past `cols` are zero.
-HWY_INLINE void PackTokenTile(const float* x, size_t n, size_t cols, float* xp) {
+// Packs tokens [0, valid) of x (rows of `cols` floats) for a tile of n >= valid tokens: vector v
+// of token t at xp + (v * n + t) * lanes, for v < PackedVectors(cols); the lanes past `cols`, and
+// tokens [valid, n) (a padded tail tile's), are zero.
+HWY_INLINE void PackTokenTile(const float* x, size_t n, size_t valid, size_t cols, float* xp) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   const size_t full = cols / lanes;
   for (size_t v = 0; v < full; ++v) {
-    for (size_t t = 0; t < n; ++t) {
+    for (size_t t = 0; t < valid; ++t) {
       hn::Store(hn::LoadU(df, x + t * cols + v * lanes), df, xp + (v * n + t) * lanes);
     }
+    for (size_t t = valid; t < n; ++t) hn::Store(hn::Zero(df), df, xp + (v * n + t) * lanes);
   }
   if (full * lanes == cols) return;
   const size_t rem = cols - full * lanes;
   for (size_t t = 0; t < n; ++t) {
     float* dst = xp + (full * n + t) * lanes;
     hn::Store(hn::Zero(df), df, dst);
-    std::memcpy(dst, x + t * cols + full * lanes, rem * sizeof(float));
+    if (t < valid) std::memcpy(dst, x + t * cols + full * lanes, rem * sizeof(float));
   }
 }
 
@@ -203,7 +203,8 @@ HWY_INLINE size_t TileRows(const WeightView& w, int64_t r0, int64_t row_end,
 template <class Tile, size_t R, size_t T, Prefetch P>
 HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t t,
                                   int64_t row_begin, int64_t row_end, int64_t next_panel,
-                                  int64_t row_end_all, float* y, int64_t share, int64_t shares) {
+                                  int64_t row_end_all, float* y, int64_t share, int64_t shares,
+                                  int64_t t_end) {
   const size_t cols = static_cast<size_t>(w.cols);
   for (int64_t r0 = row_begin, k = 0; r0 < row_end; r0 += static_cast<int64_t>(R), ++k) {
     const uint8_t* rows[R];
@@ -224,33 +225,56 @@ HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t 
     } else {
       Tile::template Run<R, T, P>(rows, pf, xp, cols, out);
     }
-    for (size_t i = 0; i < T; ++i) {
+    const size_t tokens = static_cast<size_t>(std::min<int64_t>(T, t_end - t));  // Padding: no.
+    for (size_t i = 0; i < tokens; ++i) {
       float* yt = y + (t + static_cast<int64_t>(i)) * w.rows + r0;
       for (size_t r = 0; r < valid; ++r) yt[r] = out[r][i];
     }
   }
 }
 
-// A block's token tiles: tile i covers tokens [start[i], start[i] + kTokenTiles[shape[i]]); the
-// largest shape first, then at most one of each smaller one.
+// A block's token tiles: tile i covers tokens [start[i], start[i] + kTokenTiles[shape[i]]): tiles
+// of the largest shape, then the tail in one tile of the smallest shape that holds it. A tail
+// tile may be padded: its tokens past `tokens` are zeros whose results are discarded, which
+// leaves every real token's bits alone (one accumulator per dot product, see the top of this
+// file) and takes one pass over the panel instead of two or three. Alternated with the plan
+// before (full tiles of each shape, largest first: 5 = 4 + 1, 11 = 6 + 4 + 1) in one process on
+// Zen 4 (F16, 2048 rows, 1 thread): 5 tokens 55 -> 76 GFLOPS, 9 73 -> 83, 11 81 -> 90, 15 84 ->
+// 91; tails of 1 unchanged (kernels_bench, BENCHMARKS.md).
 struct TokenTilePlan {
   size_t n = 0;
+  int64_t tokens = 0;  // The block's tokens; the last tile may extend past them (padding).
   int64_t start[kMaxTokenPasses];
   size_t shape[kMaxTokenPasses];
 };
 
 TokenTilePlan PlanTokenTiles(int64_t n_tokens) {
   TokenTilePlan plan;
+  plan.tokens = n_tokens;
+  const int64_t big = static_cast<int64_t>(kTokenTiles[0]);
   int64_t t = 0;
-  for (size_t s = 0; s < std::size(kTokenTiles); ++s) {
-    const int64_t size = static_cast<int64_t>(kTokenTiles[s]);
-    for (; t + size <= n_tokens; t += size) {
-      KV_DCHECK(plan.n < kMaxTokenPasses);
-      plan.start[plan.n] = t;
-      plan.shape[plan.n++] = s;
-    }
+  for (; t + big <= n_tokens; t += big) {
+    plan.start[plan.n] = t;
+    plan.shape[plan.n++] = 0;
   }
+  if (t < n_tokens) {  // The tail: the smallest shape that holds it (kTokenTiles descends).
+    size_t s = 0;
+    while (s + 1 < std::size(kTokenTiles) &&
+           kTokenTiles[s + 1] >= static_cast<size_t>(n_tokens - t)) {
+      ++s;
+    }
+    plan.start[plan.n] = t;
+    plan.shape[plan.n++] = s;
+  }
+  KV_DCHECK(plan.n <= kMaxTokenPasses);
   return plan;
+}
+
+// Tokens the plan's tiles cover, its padding included.
+int64_t PlannedTokens(const TokenTilePlan& plan) {
+  return plan.n == 0
+             ? 0
+             : plan.start[plan.n - 1] + static_cast<int64_t>(kTokenTiles[plan.shape[plan.n - 1]]);
 }
 
 // Calls f(std::integral_constant<size_t, S>) for S == s (a compile-time index of kTokenTiles).
@@ -295,14 +319,17 @@ HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTil
       constexpr size_t R = kRowTile, T = kTokenTiles[decltype(shape)::value];
       switch (p) {
         case Prefetch::kNone:
-          return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(
-              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y, 0, 1);
+          return TokenTileOverRows<Tile, R, T, Prefetch::kNone>(w, tile_x, plan.start[i], row_begin,
+                                                                row_end, row_end, row_end_all, y, 0,
+                                                                1, plan.tokens);
         case Prefetch::kAhead:
-          return TokenTileOverRows<Tile, R, T, Prefetch::kAhead>(
-              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y, 0, 1);
+          return TokenTileOverRows<Tile, R, T, Prefetch::kAhead>(w, tile_x, plan.start[i],
+                                                                 row_begin, row_end, row_end,
+                                                                 row_end_all, y, 0, 1, plan.tokens);
         case Prefetch::kOther:
           return TokenTileOverRows<Tile, R, T, Prefetch::kOther>(
-              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y, share, shares);
+              w, tile_x, plan.start[i], row_begin, row_end, row_end, row_end_all, y, share, shares,
+              plan.tokens);
       }
     });
   }
@@ -323,10 +350,13 @@ float* PackBuffer(size_t n) {
 // A block's activations packed for its token tiles (PackTokenTile), in PackBuffer.
 const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, int64_t n_tokens) {
   const size_t tile_stride = PackedVectors(cols) * hn::Lanes(DF());
-  float* xp = PackBuffer(static_cast<size_t>(n_tokens) * tile_stride);
+  float* xp =
+      PackBuffer(static_cast<size_t>(std::max(n_tokens, PlannedTokens(plan))) * tile_stride);
   for (size_t i = 0; i < plan.n; ++i) {
     const size_t start = static_cast<size_t>(plan.start[i]);
-    PackTokenTile(x + start * cols, kTokenTiles[plan.shape[i]], cols, xp + start * tile_stride);
+    const size_t size = kTokenTiles[plan.shape[i]];
+    const size_t valid = std::min(size, static_cast<size_t>(n_tokens) - start);
+    PackTokenTile(x + start * cols, size, valid, cols, xp + start * tile_stride);
   }
   return xp;
 }
@@ -347,7 +377,7 @@ HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_b
   constexpr size_t S = kDecodeStreams;
   const size_t cols = static_cast<size_t>(w.cols);
   float* xp = PackBuffer(PackedVectors(cols) * hn::Lanes(DF()) * T);
-  PackTokenTile(x, T, cols, xp);
+  PackTokenTile(x, T, T, cols, xp);
   const int64_t n = row_end - row_begin;
   const int64_t per = (n + static_cast<int64_t>(S) - 1) / static_cast<int64_t>(S);
   for (int64_t k = 0; k < per; ++k) {
