@@ -225,7 +225,8 @@ HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t 
     } else {
       Tile::template Run<R, T, P>(rows, pf, xp, cols, out);
     }
-    const size_t tokens = static_cast<size_t>(std::min<int64_t>(T, t_end - t));  // Padding: no.
+    // A padded tail tile's tokens past t_end are computed on zeros and not written.
+    const size_t tokens = static_cast<size_t>(std::min<int64_t>(T, t_end - t));
     for (size_t i = 0; i < tokens; ++i) {
       float* yt = y + (t + static_cast<int64_t>(i)) * w.rows + r0;
       for (size_t r = 0; r < valid; ++r) yt[r] = out[r][i];
@@ -309,10 +310,12 @@ HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTil
   const size_t first_share = first_panel && plan.n > 1 ? 1 : 0;
   const int64_t shares = static_cast<int64_t>(plan.n - first_share);
   for (size_t i = 0; i < plan.n; ++i) {
-    const Prefetch p = (!prefetch_next && i == 0) || (prefetch_next && i < first_share)
-                           ? Prefetch::kAhead
-                       : prefetch_next ? Prefetch::kOther
-                                       : Prefetch::kNone;
+    Prefetch p = Prefetch::kNone;
+    if (prefetch_next) {
+      p = i < first_share ? Prefetch::kAhead : Prefetch::kOther;
+    } else if (i == 0) {
+      p = Prefetch::kAhead;  // The call's last panel: ahead along its own rows.
+    }
     const int64_t share = static_cast<int64_t>(i) - static_cast<int64_t>(first_share);
     const float* tile_x = xp + static_cast<size_t>(plan.start[i]) * tile_stride;
     WithTileShape(plan.shape[i], [&](auto shape) {
@@ -350,8 +353,7 @@ float* PackBuffer(size_t n) {
 // A block's activations packed for its token tiles (PackTokenTile), in PackBuffer.
 const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, int64_t n_tokens) {
   const size_t tile_stride = PackedVectors(cols) * hn::Lanes(DF());
-  float* xp =
-      PackBuffer(static_cast<size_t>(std::max(n_tokens, PlannedTokens(plan))) * tile_stride);
+  float* xp = PackBuffer(static_cast<size_t>(PlannedTokens(plan)) * tile_stride);
   for (size_t i = 0; i < plan.n; ++i) {
     const size_t start = static_cast<size_t>(plan.start[i]);
     const size_t size = kTokenTiles[plan.shape[i]];
