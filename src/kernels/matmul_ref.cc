@@ -6,18 +6,12 @@
 #include "kernels/dequant_ref.h"
 #include "kernels/kernel_ref.h"
 #include "kernels/quant_dot.h"
+#include "quant/codec_params.h"
 #include "quant/half.h"
 
 namespace kvengine::kernels_ref {
-namespace {
 
-uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-}  // namespace
+using quant_internal::LoadU16;
 
 void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst) {
   const std::optional<WeightFormat> format = WeightFormatOf(type);

@@ -36,18 +36,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
+#include "quant/codec_params.h"
 #include "quant/half.h"
 
 namespace kvengine {
 
 // The f16 field (d, m, dmin) at p, as float.
-inline float LoadBlockF16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return F16ToF32(v);
-}
+inline float LoadBlockF16(const uint8_t* p) { return F16ToF32(quant_internal::LoadU16(p)); }
 
 inline constexpr size_t kQBlockElements = 32;     // QK4_0 = QK4_1 = QK5_0 = QK5_1.
 inline constexpr size_t kQKBlockElements = 256;   // QK_K.

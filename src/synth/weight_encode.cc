@@ -16,12 +16,8 @@ namespace {
 // The byte layouts in the header are little-endian; stores below copy host-order integers.
 static_assert(std::endian::native == std::endian::little, "synthetic weights assume little-endian");
 
+using quant_internal::LoadU16;
 using quant_internal::StoreU16;
-uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
 
 }  // namespace
 
