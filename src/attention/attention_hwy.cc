@@ -1,10 +1,10 @@
 // The SIMD item kernel of decode attention (attention_kernel.h), compiled once per Highway target.
 //
 // Per chunk of up to kAttentionChunk positions and per tile of up to 4 query heads of the group:
-//   1. Scores: K rows in micro-tiles of kPosTile positions; for each vector-wide slice of head_dim
+//   1. Scores: K rows in micro-tiles of kScorePos positions; for each vector-wide slice of head_dim
 //      (two for int4), decode the slice of each row once (registers; the row decoders of
 //      attention_rows-inl.h) and multiply-add it into one accumulator per
-//      (head, position) -- kHeads x kPosTile independent chains. The accumulators' lanes are then
+//      (head, position) -- kHeads x kScorePos independent chains. The accumulators' lanes are then
 //      summed by a transposed reduction tree (TransposeSum: Lanes(d) accumulators -> one vector
 //      whose lane i is the sum of accumulator i), so there is no horizontal sum per dot product.
 //   2. Online softmax per head on the chunk's scores: new max, p = e^(s - m) (vector Exp from
@@ -24,9 +24,9 @@
 #include <limits>
 #include <vector>
 
+#include "attention/attention_int16.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_rows-inl.h"
-#include "attention/attention_vnni.h"
 #include "hwy/highway.h"
 #include "kernels/exp_simd-inl.h"
 #include "quant/codec.h"
@@ -40,7 +40,14 @@ namespace {
 
 constexpr int kChunk = kAttentionChunk;
 constexpr int kMaxHeads = 4;                 // Query heads per register tile.
-constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
+constexpr int kPosTile = kAttentionPosTile;  // A chunk's rows are padded to a multiple of it.
+// Positions per score micro-tile of the float steps: kHeads x kScorePos accumulators, the
+// kScorePos rows' decoded vectors and a q vector live in registers. AVX-512 has 32: 4 x 4 + 4 +
+// 1. The 16-register targets take 4 x 2 (8 + 2 + 1): with 4 x 4 on AVX2 GCC kept a quarter of the
+// accumulators on the stack, each multiply-add a load and a store in one chain (int8 at 512
+// positions in L2 on Zen 3, 1 thread: 4.6 GB/s).
+constexpr int kScorePos = HWY_MAX_BYTES >= 64 ? 4 : 2;
+static_assert(kPosTile % kScorePos == 0);
 // Prefetch distance: while a chunk is computed, the rows of the chunk about kPrefetchBytes of KV
 // ahead (at least 1, at most kMaxPrefetchChunks chunks) are requested into L1 or L2
 // (KvPrefetchLevel, attention_kernel.h). Measured on Zen 5 into L1 at 32k, d = 128, paged (block
@@ -108,32 +115,32 @@ void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t d, float* scor
              const PrefetchList& pf) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
-  constexpr int kAcc = kHeads * kPosTile;
+  constexpr int kAcc = kHeads * kScorePos;
   constexpr size_t kMaxLanesC = HWY_MAX_BYTES / sizeof(float);
   // Accumulators padded to a whole number of reduction groups of Lanes vectors.
   constexpr size_t kPadded = (kAcc + kMaxLanesC - 1) / kMaxLanesC * kMaxLanesC;
   HWY_ALIGN float sums[kPadded];
   // Prefetch pf's rows in step with ours (all of them by the last micro-tile).
-  const int pf_per_tile =
-      (pf.n + (n + kPosTile - 1) / kPosTile - 1) / ((n + kPosTile - 1) / kPosTile);
+  const int tiles = (n + kScorePos - 1) / kScorePos;
+  const int pf_per_tile = (pf.n + tiles - 1) / tiles;
   int pf_next = 0;
-  for (int t0 = 0; t0 < n; t0 += kPosTile) {
+  for (int t0 = 0; t0 < n; t0 += kScorePos) {
     for (int i = 0; i < pf_per_tile; ++i) PrefetchKvRow(pf, pf_next++);
-    Row r[kPosTile];
-    for (int i = 0; i < kPosTile; ++i) {
+    Row r[kScorePos];
+    for (int i = 0; i < kScorePos; ++i) {
       r[i] = Row::Make(rows[t0 + i].k_data, rows[t0 + i].k_scale);  // Padded past n.
     }
     VF acc[kPadded];
     for (size_t a = 0; a < kPadded; ++a) acc[a] = hn::Zero(df);
     constexpr int kVectors = RowVectors<Row>();
     for (size_t j = 0; j < d; j += kVectors * lanes) {
-      VF kv[kPosTile][kVectors];
-      for (int i = 0; i < kPosTile; ++i) LoadRowVectors(r[i], j, kv[i]);
+      VF kv[kScorePos][kVectors];
+      for (int i = 0; i < kScorePos; ++i) LoadRowVectors(r[i], j, kv[i]);
       for (int v = 0; v < kVectors; ++v) {
         for (int h = 0; h < kHeads; ++h) {
           const VF qv = hn::LoadU(df, q + ((j / lanes + size_t(v)) * kHeads + size_t(h)) * lanes);
-          for (int i = 0; i < kPosTile; ++i) {
-            acc[h * kPosTile + i] = hn::MulAdd(kv[i][v], qv, acc[h * kPosTile + i]);
+          for (int i = 0; i < kScorePos; ++i) {
+            acc[h * kScorePos + i] = hn::MulAdd(kv[i][v], qv, acc[h * kScorePos + i]);
           }
         }
       }
@@ -143,11 +150,11 @@ void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t d, float* scor
     // softmax masks.
     for (int h = 0; h < kHeads; ++h) {
       if constexpr (Row::kHasScale) {
-        for (int i = 0; i < kPosTile; ++i) {
-          scores[h * kChunk + t0 + i] = sums[h * kPosTile + i] * r[i].scale;
+        for (int i = 0; i < kScorePos; ++i) {
+          scores[h * kChunk + t0 + i] = sums[h * kScorePos + i] * r[i].scale;
         }
       } else {
-        std::memcpy(scores + h * kChunk + t0, sums + h * kPosTile, sizeof(float) * kPosTile);
+        std::memcpy(scores + h * kChunk + t0, sums + h * kScorePos, sizeof(float) * kScorePos);
       }
     }
   }
@@ -319,8 +326,8 @@ void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, f
 
 struct Scratch {
   std::vector<float> q;        // group x dk_pad, zero padded, in head tiles (PartialImpl)
-  std::vector<int16_t> q16;    // [group][dk] (VNNI path: q quantized per head, attention_vnni.h)
-  std::vector<float> q_scale;  // [group] (VNNI path)
+  std::vector<int16_t> q16;    // [group][dk] (int16 steps: q quantized per head, attention_int16.h)
+  std::vector<float> q_scale;  // [group] (int16 steps)
   std::vector<float> acc;      // [group][dv_pad]
   std::vector<float> ktile;    // [kChunk][dk_pad] decoded K (ragged head dims only)
   std::vector<float> vtile;    // [kChunk][dv_pad] decoded V (idem)
@@ -351,11 +358,11 @@ void DecodeInt4Params(KvRowRefs* rows, int n, uint64_t run_starts, size_t groups
   }
 }
 
-// kVnni: int8 K and V through the VNNI steps of attention_vnni.h (AVX3 only; the caller checks
-// CpuHasAvx512Vnni() and Int8VnniApplies(kv)); its accumulators are in Int8VnniElement order.
-template <bool kVnni>
+// int16: int8 K and V through these int16 steps (attention_int16.h; the caller checks
+// Int8Int16Applies(kv)), whose accumulators are in Int8Int16Element order; nullptr: the float
+// steps.
 void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
-                 float* state) {
+                 const Int8Int16Steps* int16, float* state) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
@@ -389,12 +396,12 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
           src[k_int4 ? Int4RowElement(i, lanes) : i];
     }
   }
-  if constexpr (kVnni) {
+  if (int16 != nullptr) {
     sc.q16.resize(size_t(group) * dk);
     sc.q_scale.resize(size_t(group));
     for (int g = 0; g < group; ++g) {
-      QuantizeQueryInt16(item.q + size_t(g) * dk, dk, sc.q16.data() + size_t(g) * dk,
-                         &sc.q_scale[size_t(g)]);
+      int16->quantize_query(item.q + size_t(g) * dk, dk, sc.q16.data() + size_t(g) * dk,
+                            &sc.q_scale[size_t(g)]);
     }
   }
   float* m = state;
@@ -421,7 +428,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   ItemRowWalker walk(kv, item);
   KvRowRefs row_bufs[kMaxPrefetchChunks + 1][kChunk + kPosTile - 1];
   int row_counts[kMaxPrefetchChunks + 1] = {};
-  uint64_t run_starts[kMaxPrefetchChunks + 1] = {};  // ItemRowWalker::Next's (VNNI scales).
+  uint64_t run_starts[kMaxPrefetchChunks + 1] = {};  // ItemRowWalker::Next's (int16 scales).
   HWY_ALIGN float scores[kMaxHeads * kChunk];
   HWY_ALIGN float p[kMaxHeads * kChunk];
   float alpha[kMaxHeads];
@@ -479,16 +486,16 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       // The first head tile prefetches, all while computing scores (spreading half of it over
       // the V step was slower paged: 7.4 -> 9.4 ms f16, 6.6 -> 7.7 ms int8, 1 thread).
       const PrefetchList pf_scores = h0 == 0 ? pf : PrefetchList{};
-      if constexpr (kVnni) {
-        Int8ScoresVnni(rows, n, run_starts[chunk % ring], sc.q16.data() + size_t(h0) * dk,
-                       sc.q_scale.data() + h0, heads, dk, scores, pf_scores);
+      if (int16 != nullptr) {
+        int16->scores(rows, n, run_starts[chunk % ring], sc.q16.data() + size_t(h0) * dk,
+                      sc.q_scale.data() + h0, heads, dk, scores, pf_scores);
       } else {
         scores_fn[heads - 1](rows, n, sc.q.data() + size_t(h0) * dk_pad, dk_pad, scores, pf_scores);
       }
       SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
-      if constexpr (kVnni) {
-        Int8AccumulateVnni(rows, n, run_starts[chunk % ring], p, alpha, heads, dv,
-                           sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
+      if (int16 != nullptr) {
+        int16->accumulate(rows, n, run_starts[chunk % ring], p, alpha, heads, dv,
+                          sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
       } else {
         acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
       }
@@ -497,8 +504,8 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   float* acc = state + 2 * size_t(group);
   for (int g = 0; g < group; ++g) {
     const float* src = sc.acc.data() + size_t(g) * dv_pad;
-    if constexpr (kVnni) {
-      for (size_t i = 0; i < dv; ++i) acc[size_t(g) * dv + Int8VnniElement(i)] = src[i];
+    if (int16 != nullptr) {
+      for (size_t i = 0; i < dv; ++i) acc[size_t(g) * dv + Int8Int16Element(i)] = src[i];
     } else if (v_int4) {
       for (size_t i = 0; i < dv; ++i) acc[size_t(g) * dv + Int4RowElement(i, lanes)] = src[i];
     } else {
@@ -509,18 +516,24 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
 
 void PartialT(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
               float* state) {
-  PartialImpl<false>(kv, item, prefetch, state);
+  PartialImpl(kv, item, prefetch, nullptr, state);
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+// The int16 steps this target's kernel takes for int8 KV: AVX-512 VNNI's on the AVX3 target where
+// the CPU has it, else AVX2's (any CPU that runs these targets runs them); nullptr if none.
+const Int8Int16Steps* Int16StepsOfTarget() {
 #if HWY_TARGET == HWY_AVX3
-// The VNNI steps where they apply, else PartialT.
-void PartialVnni(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
-                 float* state) {
-  if (Int8VnniApplies(kv)) {
-    PartialImpl<true>(kv, item, prefetch, state);
-  } else {
-    PartialImpl<false>(kv, item, prefetch, state);
-  }
+  if (const Int8Int16Steps* vnni = Int8StepsAvx512Vnni()) return vnni;
+#endif
+  return Int8StepsAvx2();
+}
+
+// The int16 steps where they apply, else the float steps.
+void PartialInt16(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
+                  float* state) {
+  static const Int8Int16Steps* const steps = Int16StepsOfTarget();
+  PartialImpl(kv, item, prefetch, Int8Int16Applies(kv) ? steps : nullptr, state);
 }
 #endif
 
@@ -530,11 +543,15 @@ AttentionKernels GetAttentionKernels() {
   return {hwy::TargetName(HWY_TARGET), HWY_TARGET, &PartialT};
 }
 
-// The AVX3 kernel with the int8 VNNI steps where this CPU has AVX512_VNNI; else partial ==
-// nullptr.
-AttentionKernels GetVnniAttentionKernels() {
-#if HWY_TARGET == HWY_AVX3
-  if (CpuHasAvx512Vnni()) return {"AVX3_VNNI", HWY_TARGET, &PartialVnni};
+// This target's kernel with the int16 steps for int8 KV ("AVX3_VNNI", "AVX3_I16", "AVX2_I16"),
+// where the target and CPU have them; else partial == nullptr.
+AttentionKernels GetInt16AttentionKernels() {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+  if (const Int8Int16Steps* steps = Int16StepsOfTarget()) {
+    const bool vnni = steps == Int8StepsAvx512Vnni();
+    const char* name = HWY_TARGET == HWY_AVX2 ? "AVX2_I16" : vnni ? "AVX3_VNNI" : "AVX3_I16";
+    return {name, HWY_TARGET, &PartialInt16};
+  }
 #endif
   return {};
 }
@@ -547,15 +564,15 @@ HWY_AFTER_NAMESPACE();
 namespace kvengine {
 
 HWY_EXPORT(GetAttentionKernels);
-HWY_EXPORT(GetVnniAttentionKernels);
+HWY_EXPORT(GetInt16AttentionKernels);
 
-// The VNNI variant of the dispatched target where there is one (AVX3 on a VNNI CPU), else the
-// target's kernel.
+// The int16 variant of the dispatched target where there is one (AVX3, AVX2), else the target's
+// kernel.
 const AttentionKernels& DefaultAttentionKernels() {
   static const AttentionKernels kernels = [] {
-    const AttentionKernels vnni = HWY_DYNAMIC_DISPATCH(GetVnniAttentionKernels)();
+    const AttentionKernels int16 = HWY_DYNAMIC_DISPATCH(GetInt16AttentionKernels)();
     AttentionKernels k =
-        vnni.partial != nullptr ? vnni : HWY_DYNAMIC_DISPATCH(GetAttentionKernels)();
+        int16.partial != nullptr ? int16 : HWY_DYNAMIC_DISPATCH(GetAttentionKernels)();
     k.prefetch = DefaultKvPrefetchLevel();
     return k;
   }();
@@ -566,8 +583,8 @@ std::vector<AttentionKernels> AvailableAttentionKernels() {
   std::vector<AttentionKernels> all;
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    const AttentionKernels vnni = HWY_DYNAMIC_DISPATCH(GetVnniAttentionKernels)();
-    if (vnni.partial != nullptr) all.push_back(vnni);
+    const AttentionKernels int16 = HWY_DYNAMIC_DISPATCH(GetInt16AttentionKernels)();
+    if (int16.partial != nullptr) all.push_back(int16);
     all.push_back(HWY_DYNAMIC_DISPATCH(GetAttentionKernels)());
   }
   hwy::SetSupportedTargetsForTest(0);

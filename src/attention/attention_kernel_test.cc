@@ -31,14 +31,18 @@ using attention_test::OwnedKv;
 // chunked online softmax. Measured worst case over these tests: 2.2e-6; the budget leaves room
 // for float sums over longer contexts.
 constexpr float kSimdVsReferenceTolerance = 2e-5f;
-// The AVX3_VNNI kernel on int8 KV (attention_vnni.h) also rounds q to int16 per head (relative
-// error <= 1.5e-5 of amax(q), which moves scores by up to ~1e-5 * |q| * |k|) and the chunk's
-// folded V weights p_t * v_scale_t to int16 (absolute error <= 1.5e-5 of the chunk's largest).
-// Measured worst case over these tests: 8.4e-5 (chunks of 64).
-constexpr float kVnniInt8VsReferenceTolerance = 2e-4f;
+// The kernels with int16 steps (AVX3_VNNI, AVX3_I16, AVX2_I16) on int8 KV (attention_int16.h)
+// also round q to int16 per head (relative error <= 1.5e-5 of amax(q), which moves scores by up to
+// ~1e-5 * |q| * |k|) and the chunk's folded V weights p_t * v_scale_t to int16 (absolute error <=
+// 1.5e-5 of the chunk's largest): over a chunk of 64 rows at most 64 * 0.5 / 32767 = 9.8e-4 of
+// max|v| where one weight dominates, about 1e-4 where the rounding errors are independent. The
+// steps give the same bits on every CPU (attention_int16_test.cc). Measured worst case over these
+// tests: 1.74e-4 (group 12, d = 128, chunks of 64; 8.4e-5 before that configuration was added).
+constexpr float kInt16Int8VsReferenceTolerance = 3e-4f;
 
-bool IsVnniInt8(const AttentionKernels& k, KvDtype dtype) {
-  return dtype == KvDtype::kInt8 && std::string(k.target_name) == "AVX3_VNNI";
+bool IsInt16Int8(const AttentionKernels& k, KvDtype dtype) {
+  const std::string name = k.target_name;
+  return dtype == KvDtype::kInt8 && (name.ends_with("_VNNI") || name.ends_with("_I16"));
 }
 
 struct Config {
@@ -94,8 +98,8 @@ std::vector<float> RunBatch(const AttentionKernels& kernels, const OwnedKv& kv, 
   return out;
 }
 
-// Worst |simd - ref| / max|v| of the VNNI int8 path, over all tests (printed by the tests).
-float vnni_worst = 0;
+// Worst |simd - ref| / max|v| of the int16 int8 steps, over all tests (printed by the tests).
+float int16_worst = 0;
 
 void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, float* worst) {
   SCOPED_TRACE(Describe(c));
@@ -120,11 +124,12 @@ void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, 
   }
   for (const AttentionKernels& k : targets) {
     const std::vector<float> got = RunBatch(k, kv, c, q, nullptr);
-    const bool vnni = IsVnniInt8(k, c.dtype) && c.v_dtype.value_or(c.dtype) == c.dtype;
-    const float target_tol = vnni ? kVnniInt8VsReferenceTolerance * MaxAbs(kv.v) : tol;
+    const bool int16 = IsInt16Int8(k, c.dtype) && c.v_dtype.value_or(c.dtype) == c.dtype;
+    const float target_tol = int16 ? kInt16Int8VsReferenceTolerance * MaxAbs(kv.v) : tol;
+    float* worst_of_kind = int16 ? &int16_worst : worst;
     for (size_t j = 0; j < got.size(); ++j) {
       const float err = std::fabs(got[j] - want[j]);
-      *(vnni ? &vnni_worst : worst) = std::max(*(vnni ? &vnni_worst : worst), err / MaxAbs(kv.v));
+      *worst_of_kind = std::max(*worst_of_kind, err / MaxAbs(kv.v));
       ASSERT_LE(err, target_tol) << k.target_name << " output " << j << " got " << got[j]
                                  << " want " << want[j];
     }
@@ -150,7 +155,8 @@ TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
     CheckConfig(targets, {d, 12, 1, 128, 16, 77}, &worst);
     CheckConfig(targets, {d, 16, 1, 64, 32, 66}, &worst);
   }
-  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
+  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
+            << ")\n";
 }
 
 // K and V in different dtypes: each of the fused int4 decoder's element orders (q permuted for
@@ -179,7 +185,8 @@ TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
     CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 0, 0}, &worst);  // Contiguous: one block.
     CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 50, 2}, &worst);
   }
-  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
+  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
+            << ")\n";
 }
 
 TEST(AttentionKernelTest, LongContextsCrossPartitions) {
@@ -191,7 +198,8 @@ TEST(AttentionKernelTest, LongContextsCrossPartitions) {
   }
   CheckConfig(best, {KvDtype::kFp8E4M3, 4, 1, 64, 32, 5000, 3000, 4}, &worst);
   CheckConfig(best, {KvDtype::kF32, 2, 1, 64, 32768, 4500, 2100, 0}, &worst);
-  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 VNNI: " << vnni_worst << ")\n";
+  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
+            << ")\n";
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {

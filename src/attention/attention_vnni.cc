@@ -1,6 +1,6 @@
-// The int8 VNNI steps of the item kernel (attention_vnni.h), raw AVX-512 intrinsics: Highway
-// 1.0.3 does not build its AVX3_DL target here, so these functions carry their own target
-// attribute and run only where CpuHasAvx512Vnni().
+// The int16 steps for AVX-512 VNNI (attention_int16.h), raw AVX-512 intrinsics: Highway 1.0.3
+// does not build its AVX3_DL target here, so these functions carry their own target attribute
+// and run only where Int8StepsAvx512Vnni() returned them.
 //
 // Scores: micro-tiles of 4 positions x up to 4 heads = 16 int32 accumulators; per 32 elements of
 // head_dim each K row's codes are sign-extended to int16 once (vpmovsxbw) and vpdpwssd'ed with
@@ -9,7 +9,7 @@
 // pair of positions each 32-element slice of both rows is sign-extended and interleaved into
 // int16 pairs (v_t[e], v_t+1[e]) and vpdpwssd'ed with each head's broadcast weight pair
 // (W_t, W_t+1); after the chunk the int32 sums go to float, times S, into the accumulators.
-#include "attention/attention_vnni.h"
+#include "attention/attention_int16.h"
 
 // GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512 intrinsics as
 // uninitialized (GCC bug 105593); nothing here reads an uninitialized value.
@@ -30,6 +30,8 @@
 
 namespace kvengine {
 namespace {
+// Its own namespace: unity builds compile this file beside the other implementations.
+namespace int16_vnni {
 
 constexpr int kChunk = kAttentionChunk;
 constexpr int kPosTile = kAttentionPosTile;  // Positions per score micro-tile.
@@ -44,7 +46,7 @@ KV_VNNI_TARGET inline float LoadF16Scale(const uint8_t* p) {
 
 // out[t] = the f16 scale at rows[t].*kField as float, t < n. Sixteen rows with no run start after
 // the first (ItemRowWalker::Next) are consecutive rows of one block, whose scales are adjacent
-// (2 bytes each, Int8VnniApplies): one vector load and conversion instead of sixteen.
+// (2 bytes each, Int8Int16Applies): one vector load and conversion instead of sixteen.
 template <const uint8_t* KvRowRefs::*kField>
 KV_VNNI_TARGET inline void LoadRowScales(const KvRowRefs* rows, int n, uint64_t run_starts,
                                          float* out) {
@@ -223,23 +225,8 @@ KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
   if (j < d) AccumulatePass<kHeads, 1>(a_rows, b_rows, pairs, wpair, s, alpha, j, acc, acc_stride);
 }
 
-}  // namespace
-
-bool CpuHasAvx512Vnni() {
-  __builtin_cpu_init();
-  return CpuHasAvx512VnniBit() && CpuHasF16cBit() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("fma");
-}
-
-bool Int8VnniApplies(const KvLayerView& kv) {
-  return kv.k_dtype == KvDtype::kInt8 && kv.v_dtype == KvDtype::kInt8 && kv.k_scale_bytes == 2 &&
-         kv.v_scale_bytes == 2 && kv.head_dim_k % 32 == 0 && kv.head_dim_v % 32 == 0 &&
-         kv.head_dim_k <= 512;
-}
-
-KV_VNNI_TARGET void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, float* scale) {
-  // d is a multiple of 32 (Int8VnniApplies).
+KV_VNNI_TARGET void QuantizeQuery(const float* q, size_t d, int16_t* q16, float* scale) {
+  // d is a multiple of 32 (Int8Int16Applies).
   __m512 amax_v = _mm512_setzero_ps();
   for (size_t i = 0; i < d; i += 16) {
     amax_v = _mm512_max_ps(amax_v, _mm512_abs_ps(_mm512_loadu_ps(q + i)));
@@ -254,9 +241,8 @@ KV_VNNI_TARGET void QuantizeQueryInt16(const float* q, size_t d, int16_t* q16, f
   *scale = amax / kInt16Max;
 }
 
-void Int8ScoresVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
-                    const float* q_scale, int heads, size_t d, float* scores,
-                    const KvPrefetch& pf) {
+void Scores(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
+            const float* q_scale, int heads, size_t d, float* scores, const KvPrefetch& pf) {
   switch (heads) {
     case 1:
       return ScoresT<1>(rows, n, run_starts, q16, q_scale, d, scores, pf);
@@ -269,8 +255,8 @@ void Int8ScoresVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const int
   }
 }
 
-void Int8AccumulateVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
-                        const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
+void Accumulate(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
+                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
   switch (heads) {
     case 1:
       return AccumulateT<1>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
@@ -281,6 +267,23 @@ void Int8AccumulateVnni(const KvRowRefs* rows, int n, uint64_t run_starts, const
     default:
       return AccumulateT<4>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
   }
+}
+
+bool CpuRunsVnniSteps() {
+  __builtin_cpu_init();
+  return CpuHasAvx512VnniBit() && CpuHasF16cBit() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("fma");
+}
+
+}  // namespace int16_vnni
+}  // namespace
+
+const Int8Int16Steps* Int8StepsAvx512Vnni() {
+  static const Int8Int16Steps steps{"vnni", &int16_vnni::QuantizeQuery, &int16_vnni::Scores,
+                                    &int16_vnni::Accumulate};
+  static const bool runs = int16_vnni::CpuRunsVnniSteps();
+  return runs ? &steps : nullptr;
 }
 
 }  // namespace kvengine

@@ -1,0 +1,221 @@
+// The int16 steps of int8 attention (attention_int16.h): every implementation this CPU runs (AVX2,
+// AVX-512 VNNI) against the scalar specification, bit for bit, on random int8 KV, queries,
+// softmax weights and accumulators: query quantization, scores and value accumulation for 1-4
+// heads, head dims 32-512, chunks of 1-64 rows, paged rows (runs of adjacent scales broken at
+// block edges) and rows in no order at all.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention/attention_int16.h"
+#include "attention/attention_test_util.h"
+
+namespace kvengine {
+namespace {
+
+using attention_test::KvShape;
+using attention_test::MakeKv;
+using attention_test::OwnedKv;
+
+constexpr int kChunk = kAttentionChunk;
+
+// The implementations this CPU runs other than the specification.
+std::vector<const Int8Int16Steps*> SimdSteps() {
+  std::vector<const Int8Int16Steps*> all;
+  if (const Int8Int16Steps* s = Int8StepsAvx2()) all.push_back(s);
+  if (const Int8Int16Steps* s = Int8StepsAvx512Vnni()) all.push_back(s);
+  return all;
+}
+
+bool SameBits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
+
+// Chunk rows as the kernel hands them over: n rows (padded to whole score micro-tiles by
+// repeating the last) with their run starts. shuffled: each row from a random position, so no
+// two rows share a run (the scales' one-vector loads are not taken).
+struct ChunkRows {
+  std::vector<KvRowRefs> rows;
+  uint64_t run_starts = 0;
+};
+
+ChunkRows RowsOf(const OwnedKv& kv, int kv_head, int64_t begin, int n, bool shuffled,
+                 std::mt19937* rng) {
+  ChunkRows c;
+  c.rows.resize(size_t(kChunk + kAttentionPosTile - 1));
+  AttentionItem item;
+  item.block_table = kv.table;
+  item.kv_head = kv_head;
+  if (!shuffled) {
+    item.begin[0] = begin;
+    item.end[0] = begin + n;
+    ItemRowWalker walk(kv.view, item);
+    walk.Next(n, c.rows.data(), &c.run_starts);
+  } else {
+    const int64_t tokens = int64_t(kv.table.size()) * kv.view.block_size;
+    std::uniform_int_distribution<int64_t> pos(0, tokens - 1);
+    for (int t = 0; t < n; ++t) {
+      item.begin[0] = pos(*rng);
+      item.end[0] = item.begin[0] + 1;
+      ItemRowWalker walk(kv.view, item);
+      walk.Next(1, &c.rows[size_t(t)]);
+    }
+    c.run_starts = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+  }
+  for (int t = n; t % kAttentionPosTile != 0; ++t) c.rows[size_t(t)] = c.rows[size_t(n - 1)];
+  return c;
+}
+
+TEST(AttentionInt16Test, ElementOrderIsAPermutation) {
+  for (size_t d : {32, 64, 128}) {
+    std::vector<int> seen(d, 0);
+    for (size_t i = 0; i < d; ++i) {
+      ASSERT_LT(Int8Int16Element(i), d);
+      ++seen[Int8Int16Element(i)];
+    }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+  }
+  EXPECT_EQ(Int8Int16Element(0), 0u);
+  EXPECT_EQ(Int8Int16Element(4), 8u);
+  EXPECT_EQ(Int8Int16Element(16), 4u);
+  EXPECT_EQ(Int8Int16Element(31), 31u);
+  EXPECT_EQ(Int8Int16Element(47), 32u + 27u);
+}
+
+TEST(AttentionInt16Test, ListsImplementations) {
+  std::cout << "int16 steps: " << Int8StepsScalar().name;
+  for (const Int8Int16Steps* s : SimdSteps()) std::cout << " " << s->name;
+  std::cout << "\n";
+}
+
+TEST(AttentionInt16Test, QuantizeQueryMatchesSpecification) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const Int8Int16Steps* steps : SimdSteps()) {
+    SCOPED_TRACE(steps->name);
+    for (size_t d : {32, 64, 128, 512}) {
+      for (float magnitude : {1e-3f, 1.0f, 300.0f}) {
+        std::vector<float> q(d);
+        for (float& x : q) x = nd(rng) * magnitude;
+        q[d / 3] = 0.5f * magnitude;  // Ties and exact halves meet the rounding too.
+        std::vector<int16_t> want(d), got(d);
+        float want_scale = 0, got_scale = 0;
+        Int8StepsScalar().quantize_query(q.data(), d, want.data(), &want_scale);
+        steps->quantize_query(q.data(), d, got.data(), &got_scale);
+        EXPECT_EQ(got, want) << "d=" << d << " magnitude " << magnitude;
+        EXPECT_TRUE(SameBits(got_scale, want_scale));
+      }
+      const std::vector<float> zeros(d, 0.0f);
+      std::vector<int16_t> got(d, 7);
+      float scale = -1;
+      steps->quantize_query(zeros.data(), d, got.data(), &scale);
+      EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](int16_t c) { return c == 0; }));
+      EXPECT_EQ(scale, 0.0f);
+    }
+  }
+}
+
+// One chunk through both steps of `steps` and of the specification: scores for t < n and the
+// accumulators, bit for bit.
+void CheckChunk(const Int8Int16Steps& steps, const OwnedKv& kv, int heads, const ChunkRows& c,
+                int n, std::mt19937* rng) {
+  const size_t dk = size_t(kv.view.head_dim_k), dv = size_t(kv.view.head_dim_v);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<int16_t> q16(size_t(heads) * dk);
+  std::vector<float> q_scale(static_cast<size_t>(heads));
+  for (int h = 0; h < heads; ++h) {
+    std::vector<float> q(dk);
+    for (float& x : q) x = nd(*rng);
+    Int8StepsScalar().quantize_query(q.data(), dk, q16.data() + size_t(h) * dk,
+                                     &q_scale[size_t(h)]);
+  }
+  // Another chunk's rows to prefetch (speed only).
+  KvPrefetch pf;
+  pf.rows = c.rows.data();
+  pf.n = n;
+  pf.k_bytes = kv.view.k_row_bytes;
+  pf.v_bytes = kv.view.v_row_bytes;
+  std::vector<float> want(size_t(heads) * kChunk, 0.0f), got(want.size(), 0.0f);
+  Int8StepsScalar().scores(c.rows.data(), n, c.run_starts, q16.data(), q_scale.data(), heads, dk,
+                           want.data(), KvPrefetch{});
+  steps.scores(c.rows.data(), n, c.run_starts, q16.data(), q_scale.data(), heads, dk, got.data(),
+               pf);
+  for (int h = 0; h < heads; ++h) {
+    for (int t = 0; t < n; ++t) {
+      const size_t i = size_t(h) * kChunk + size_t(t);
+      ASSERT_TRUE(SameBits(got[i], want[i]))
+          << "score h=" << h << " t=" << t << " got " << got[i] << " want " << want[i];
+    }
+  }
+  // Softmax weights in [0, 1] with one 1 per head (as after the max), NaN past n (not read).
+  std::vector<float> p(size_t(4) * kChunk, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> alpha(static_cast<size_t>(heads));
+  for (int h = 0; h < heads; ++h) {
+    for (int t = 0; t < n; ++t) p[size_t(h) * kChunk + size_t(t)] = unit(*rng);
+    p[size_t(h) * kChunk + size_t(n / 2)] = 1.0f;
+    alpha[size_t(h)] = 0.25f + unit(*rng);
+  }
+  const size_t stride = dv + 8;
+  std::vector<float> acc_want(size_t(heads) * stride);
+  for (float& x : acc_want) x = nd(*rng);
+  std::vector<float> acc_got = acc_want;
+  Int8StepsScalar().accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,
+                               acc_want.data(), stride);
+  steps.accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,
+                   acc_got.data(), stride);
+  for (size_t i = 0; i < acc_want.size(); ++i) {
+    ASSERT_TRUE(SameBits(acc_got[i], acc_want[i]))
+        << "acc " << i << " got " << acc_got[i] << " want " << acc_want[i];
+  }
+}
+
+TEST(AttentionInt16Test, StepsMatchSpecification) {
+  const std::vector<const Int8Int16Steps*> simd = SimdSteps();
+  if (simd.empty()) GTEST_SKIP() << "no SIMD int16 steps on this CPU";
+  std::mt19937 rng(3);
+  for (int d : {32, 64, 128, 512}) {
+    KvShape s;
+    s.k_dtype = s.v_dtype = KvDtype::kInt8;
+    s.num_kv_heads = 2;
+    s.head_dim_k = s.head_dim_v = d;
+    s.block_size = 16;
+    const OwnedKv kv = MakeKv(s, 300, uint32_t(d));
+    ASSERT_TRUE(Int8Int16Applies(kv.view));
+    for (const Int8Int16Steps* steps : simd) {
+      for (int heads = 1; heads <= 4; ++heads) {
+        for (int n : {1, 2, 7, 8, 9, 33, 64}) {
+          for (bool shuffled : {false, true}) {
+            SCOPED_TRACE(std::string(steps->name) + " d=" + std::to_string(d) +
+                         " heads=" + std::to_string(heads) + " n=" + std::to_string(n) +
+                         (shuffled ? " shuffled" : " paged"));
+            const ChunkRows c = RowsOf(kv, heads % 2, 5 + n, n, shuffled, &rng);
+            CheckChunk(*steps, kv, heads, c, n, &rng);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionInt16Test, AppliesOnlyToInt8WithWholeRuns) {
+  KvShape s;
+  s.k_dtype = s.v_dtype = KvDtype::kInt8;
+  s.head_dim_k = s.head_dim_v = 64;
+  EXPECT_TRUE(Int8Int16Applies(attention_test::LayoutOf(s)));
+  s.head_dim_k = s.head_dim_v = 40;  // Not a multiple of 32.
+  EXPECT_FALSE(Int8Int16Applies(attention_test::LayoutOf(s)));
+  s.head_dim_k = s.head_dim_v = 544;  // A score's int32 sum could overflow.
+  EXPECT_FALSE(Int8Int16Applies(attention_test::LayoutOf(s)));
+  s.head_dim_k = s.head_dim_v = 64;
+  s.v_dtype = KvDtype::kF16;
+  EXPECT_FALSE(Int8Int16Applies(attention_test::LayoutOf(s)));
+}
+
+}  // namespace
+}  // namespace kvengine
