@@ -57,14 +57,18 @@ namespace {
 // stay in L1.
 //
 // kRowTile: rows per tile, every token tile's R, and the unit that panels are rounded to.
-constexpr size_t kRowTile = 4;
+// kTokenTiles: the token counts of the tile shapes, largest first.
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 // 32 vector registers: 4 x 6 (24 + 4 + 1 = 29). On Zen 5, 4 x 6 reached 123 GFLOPS per thread
 // at 16 tokens (F16), 4 x 4 89; the machine's FMA peak is 220 GFLOPS per core.
+constexpr size_t kRowTile = 4;
 constexpr size_t kTokenTiles[] = {6, 4, 2, 1};
 #else
-// 16 vector registers: 4 x 2 (8 + 4 + 1 = 13).
-constexpr size_t kTokenTiles[] = {2, 1};
+// 16 vector registers: 3 x 4 (12 + 3 + 1 = 16). On Zen 3 (AVX2), F16 weights, kernels_bench
+// BM_MatMulShape: 80-91 GFLOPS per thread at 16-512 tokens against 4 x 2's 73-86 (the FMA peak is
+// 117); 2 x 6 reached 63-66 (GCC spilled its accumulators).
+constexpr size_t kRowTile = 3;
+constexpr size_t kTokenTiles[] = {4, 2, 1};
 #endif
 // Weight bytes of one panel of rows (MatMulLoop): they stay in L2 beside a token tile's packed
 // activations (6 x 5632 floats = 132 KiB for a down projection) while every token tile passes
