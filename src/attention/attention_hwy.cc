@@ -368,13 +368,17 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   const size_t dk_pad = RoundUp(dk, lanes), dv_pad = RoundUp(dv, lanes);
   const int group = item.group;
-  // Fused decode when whole vectors cover the row (int4: where its groups are 32 elements, a
-  // whole number of Int4Row's blocks); else decode rows into the f32 tiles.
+  // Fused decode when whole loads of the row decoder (RowVectors x Lanes elements) cover the
+  // row (int4: where its groups are 32 elements, a whole number of Int4Row's blocks); else decode
+  // rows into the f32 tiles.
   static_assert(32 % (2 * kMaxLanes) == 0);
   const bool k_int4 = kv.k_dtype == KvDtype::kInt4 && dk % 32 == 0;
   const bool v_int4 = kv.v_dtype == KvDtype::kInt4 && dv % 32 == 0;
-  const bool k_tile = (kv.k_dtype == KvDtype::kInt4 && !k_int4) || dk != dk_pad;
-  const bool v_tile = (kv.v_dtype == KvDtype::kInt4 && !v_int4) || dv != dv_pad;
+  const auto load_span = [lanes](KvDtype dtype) {
+    return lanes * size_t(WithRow(dtype, []<class Row>() { return RowVectors<Row>(); }));
+  };
+  const bool k_tile = (kv.k_dtype == KvDtype::kInt4 && !k_int4) || dk % load_span(kv.k_dtype) != 0;
+  const bool v_tile = (kv.v_dtype == KvDtype::kInt4 && !v_int4) || dv % load_span(kv.v_dtype) != 0;
 
   thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
   Scratch& sc = scratch;

@@ -63,12 +63,18 @@ inline float RowScale(const uint8_t* scale) {
 template <bool kE4M3>
 struct Fp8Row {
   static constexpr bool kHasScale = true;
+#if HWY_TARGET == HWY_AVX2
+  // Two vectors per load: DecodeFp8UnscaledPair's 256-bit integer steps (codec_simd-inl.h).
+  static constexpr int kVectors = 2;
+#endif
   const uint8_t* p;
   float scale;  // The row's scale times kFp8DecodeFactor (codec_simd-inl.h).
   static Fp8Row Make(const uint8_t* data, const uint8_t* s) {
     return {data, RowScale(s) * kFp8DecodeFactor<kE4M3>};
   }
   VF Load(size_t i) const { return DecodeFp8Unscaled<kE4M3>(p + i); }
+  // Elements [i, i + 2 * Lanes) in row order.
+  void LoadN(size_t i, VF* out) const { DecodeFp8UnscaledPair<kE4M3>(p + i, out); }
 };
 
 struct Int8Row {

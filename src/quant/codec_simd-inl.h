@@ -267,6 +267,38 @@ HWY_INLINE VF DecodeFp8Unscaled(const uint8_t* p) {
 #endif
 }
 
+// Codes [0, 2 * Lanes) at p decoded as DecodeFp8Unscaled does (the same bits), the first Lanes
+// into out[0] and the rest into out[1]. On AVX2 the integer steps take all 16 codes in one 256-bit
+// vector, where DecodeFp8Unscaled takes 8 in a 128-bit one, and two conversions follow: e4m3 in
+// 10 instructions for 16 codes instead of 16, which is most of fp8 attention's per-element cost
+// there (4 heads share each decoded vector).
+template <bool kE4M3>
+HWY_INLINE void DecodeFp8UnscaledPair(const uint8_t* p, VF* out) {
+#if HWY_TARGET == HWY_AVX2
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m256i h;
+  if constexpr (kE4M3) {
+    const __m256i c = _mm256_cvtepi8_epi16(bytes);
+    h = _mm256_and_si256(_mm256_slli_epi16(c, 7), _mm256_set1_epi16(int16_t(0xBFFF)));
+    const __m256i nan =
+        _mm256_cmpeq_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x7F)), _mm256_set1_epi16(0x7F));
+    h = _mm256_add_epi16(h, _mm256_and_si256(nan, _mm256_set1_epi16(0x3E80)));
+  } else {
+    h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
+    const __m256i magnitude = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
+    const __m256i nan = _mm256_cmpgt_epi16(magnitude, _mm256_set1_epi16(0x7C00));
+    const __m256i quiet =
+        _mm256_or_si256(_mm256_xor_si256(h, magnitude), _mm256_set1_epi16(0x7E00));
+    h = _mm256_blendv_epi8(h, quiet, nan);
+  }
+  out[0] = VF{_mm256_cvtph_ps(_mm256_castsi256_si128(h))};
+  out[1] = VF{_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))};
+#else
+  out[0] = DecodeFp8Unscaled<kE4M3>(p);
+  out[1] = DecodeFp8Unscaled<kE4M3>(p + hn::Lanes(DF()));
+#endif
+}
+
 // ------------------------------ integer codes
 
 // RNE of v clamped to [lo, hi] as i32 lanes; NaN lanes become 0 first (as QuantizeClamped in
