@@ -6,7 +6,8 @@
 // Scores: micro-tiles of 2 positions x up to 4 heads = 8 int32 accumulators (AVX2's 16
 // registers also hold both rows' codes and a q slice); per 16 elements of head_dim each K row's
 // codes are sign-extended to int16 once (vpmovsxbw) and multiplied pairwise with each head's q16
-// slice. The 8 accumulators are reduced by a transposed tree (exact: int32).
+// slice. The 8 accumulators are reduced by a transposed tree (exact: int32), and two tiles'
+// sums are stored together, four positions per head.
 // Values: passes of 16 elements (2 x 8 int32 lanes per head: 8 accumulators for 4 heads); per
 // pair of positions the slice of both rows is sign-extended and interleaved into int16 pairs
 // (v_t[e], v_t+1[e]) and multiplied with each head's broadcast weight pair (W_t, W_t+1); after the
