@@ -68,7 +68,8 @@ int RunBenchDecode(BenchDecodeFlags& f) {
   if (!r.ok()) return Fail(r.status());
   const std::string out = f.common.json
                               ? FormatDecodeBenchJson(*r) + "\n"
-                              : FormatDecodeBenchText(*r) + "kernels: " + ActiveKernelTarget() +
+                              : FormatDecodeBenchText(*r) + "kernels: " + r->weight_kernel +
+                                    " (weights), " + r->attention_kernel + " (attention)" +
                                     (mf->synthetic ? "; synthetic model (random weights)\n" : "\n");
   std::fputs(out.c_str(), stdout);
   if (!f.svg_path.empty()) {

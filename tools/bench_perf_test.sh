@@ -62,9 +62,16 @@ case "$what" in
     expect attention_kv_bytes 'map(select(.kv_dtype == "f16" and .context == 1024))
       | all(.[]; .kv_bytes_per_token == 4194304)' "$json"
     expect attention_block 'all(.[]; .block_size == (if .layout == "paged" then 16 else .context end))' "$json"
+    # The kernel that ran, and int16 arithmetic only for int8 (on the kernels that have it).
+    expect attention_kernel 'all(.[]; (.kernel | length) > 0
+      and (.arithmetic == "f32" or (.arithmetic == "int16" and .kv_dtype == "int8")))
+      and (map(select(.kv_dtype == "f16")) | all(.[]; .arithmetic == "f32"))
+      and (map(select(.kv_dtype == "int8")) | all(.[]; .arithmetic ==
+        (if (.kernel | test("_(VNNI|I16)$")) then "int16" else "f32" end)))' "$json"
     text=$("$bin" bench attention "${small[@]}" 2>&1)
     if grep -q "paged / contiguous" <<<"$text" && grep -q "tokens/s over f16" <<<"$text" &&
-       grep -qE "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" <<<"$text"; then
+       grep -qE "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" <<<"$text" &&
+       grep -qE "^kernel [A-Z0-9_]+:.* for .*f16" <<<"$text"; then
       pass attention_text
     else
       fail "attention_text: $text"
@@ -119,6 +126,7 @@ case "$what" in
       and (.fraction_of_read_bw - .implied_gb_per_s / .read_bw_gb_per_s | fabs) < 1e-9
       and .bytes_per_step == .weight_bytes_per_step + .kv_bytes_per_step and .threads == 1)' "$json"
     expect decode_random_fill 'all(.[]; .kv_filled_randomly == (.depth > 0))' "$json"
+    expect decode_kernels 'all(.[]; (.weight_kernel | length) > 0 and (.attention_kernel | length) > 0)' "$json"
     expect decode_macs 'all(.[]; .weight_macs_per_token > 0 and .fma_peak_gmacs > 0
       and (.weight_gmacs_per_s - .weight_macs_per_token * .decode_tokens_per_s / 1e9 | fabs) < 1e-6
       and (.fraction_of_fma_peak - .weight_gmacs_per_s / .fma_peak_gmacs | fabs) < 1e-9)
@@ -130,7 +138,8 @@ case "$what" in
       < (map(select(.kv_dtype == "f16" and .depth == 64))[0].kv_bytes_per_step)' "$json"
     text=$("$bin" bench decode "${small[@]}" --kv-dtypes int8 2>&1)
     if grep -q "filled with random values" <<<"$text" && grep -qE "^prefill int8 " <<<"$text" &&
-       grep -qE "^int8 +64 +1 " <<<"$text"; then
+       grep -qE "^int8 +64 +1 " <<<"$text" &&
+       grep -qE "^kernels: [A-Z0-9_]+ \(weights\), [A-Z0-9_]+ \(attention\)" <<<"$text"; then
       pass decode_text
     else
       fail "decode_text: $text"

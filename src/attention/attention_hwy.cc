@@ -554,7 +554,7 @@ AttentionKernels GetInt16AttentionKernels() {
   if (const Int8Int16Steps* steps = Int16StepsOfTarget()) {
     const bool vnni = steps == Int8StepsAvx512Vnni();
     const char* name = HWY_TARGET == HWY_AVX2 ? "AVX2_I16" : vnni ? "AVX3_VNNI" : "AVX3_I16";
-    return {name, HWY_TARGET, &PartialInt16};
+    return {name, HWY_TARGET, &PartialInt16, KvPrefetchLevel::kL1, /*int8_int16=*/true};
   }
 #endif
   return {};
@@ -581,6 +581,10 @@ const AttentionKernels& DefaultAttentionKernels() {
     return k;
   }();
   return kernels;
+}
+
+const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv) {
+  return kernels.int8_int16 && Int8Int16Applies(kv) ? "int16" : "f32";
 }
 
 std::vector<AttentionKernels> AvailableAttentionKernels() {

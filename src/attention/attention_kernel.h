@@ -208,8 +208,8 @@ inline size_t PartialStateFloats(int group, int head_dim_v) {
 
 // One compiled version of the item kernel.
 struct AttentionKernels {
-  // Highway's name ("AVX3", "AVX2", ...), "AVX3_VNNI" (AVX3 with the int8 steps of
-  // attention_vnni.h) or "ref".
+  // Highway's name ("AVX3", "AVX2", ...); "AVX3_VNNI", "AVX3_I16", "AVX2_I16" (that target with
+  // the int16 steps of attention_int16.h for int8 KV: VNNI's or AVX2's); or "ref".
   const char* target_name = "";
   int64_t hwy_target = 0;  // Highway target bit, 0 for the scalar reference.
   // Writes the item's partial state (PartialStateFloats(item.group, kv.head_dim_v) floats).
@@ -218,7 +218,14 @@ struct AttentionKernels {
                   float* state) = nullptr;
   // What PagedAttentionBatchWith passes (DefaultKvPrefetchLevel() in the kernels below).
   KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
+  // Whether int8 KV goes through the int16 steps of attention_int16.h where they apply (the
+  // "_VNNI" and "_I16" kernels); else every dtype is decoded to f32 in registers.
+  bool int8_int16 = false;
 };
+
+// The arithmetic `kernels` uses on `kv`: "int16" (int8 K and V through int16 dot products) or
+// "f32" (rows decoded to f32, f32 multiply-adds). For benchmark reports.
+const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv);
 
 // The best target this CPU runs, chosen once (Highway dynamic dispatch), with
 // DefaultKvPrefetchLevel().

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "attention/attention_int16.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_test_util.h"
 #include "base/cpu_features.h"
@@ -41,8 +42,7 @@ constexpr float kSimdVsReferenceTolerance = 2e-5f;
 constexpr float kInt16Int8VsReferenceTolerance = 3e-4f;
 
 bool IsInt16Int8(const AttentionKernels& k, KvDtype dtype) {
-  const std::string name = k.target_name;
-  return dtype == KvDtype::kInt8 && (name.ends_with("_VNNI") || name.ends_with("_I16"));
+  return dtype == KvDtype::kInt8 && k.int8_int16;
 }
 
 struct Config {
@@ -140,6 +140,29 @@ TEST(AttentionKernelTest, ListsTargets) {
   std::cout << "attention targets:";
   for (const AttentionKernels& k : AvailableAttentionKernels()) std::cout << " " << k.target_name;
   std::cout << " (default " << DefaultAttentionKernels().target_name << ")\n";
+}
+
+// Which arithmetic each kernel reports: int16 only for int8 K and V on the int16 kernels, where
+// the head dims allow it; the default kernel has the int16 steps wherever this CPU runs AVX2.
+TEST(AttentionKernelTest, ReportsItsArithmetic) {
+  KvShape s;
+  s.k_dtype = s.v_dtype = KvDtype::kInt8;
+  const KvLayerView int8_64 = attention_test::LayoutOf(s);
+  s.head_dim_k = s.head_dim_v = 40;
+  const KvLayerView int8_40 = attention_test::LayoutOf(s);
+  s.k_dtype = s.v_dtype = KvDtype::kF16;
+  s.head_dim_k = s.head_dim_v = 64;
+  const KvLayerView f16_64 = attention_test::LayoutOf(s);
+  for (const AttentionKernels& k : AvailableAttentionKernels()) {
+    SCOPED_TRACE(k.target_name);
+    EXPECT_STREQ(AttentionArithmetic(k, int8_64), k.int8_int16 ? "int16" : "f32");
+    EXPECT_STREQ(AttentionArithmetic(k, int8_40), "f32");
+    EXPECT_STREQ(AttentionArithmetic(k, f16_64), "f32");
+  }
+  EXPECT_STREQ(AttentionArithmetic(ReferenceAttentionKernels(), int8_64), "f32");
+  if (Int8StepsAvx2() != nullptr) {
+    EXPECT_TRUE(DefaultAttentionKernels().int8_int16);
+  }
 }
 
 TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {

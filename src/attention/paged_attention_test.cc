@@ -74,9 +74,7 @@ void RunCase(const Case& c, bool release_window) {
   std::vector<float> q(size_t(n_heads) * size_t(c.head_dim)), out(q.size()), ref(q.size());
   std::vector<float> scratch(size_t(n_heads) * size_t(T));
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
-  const std::string kernel = DefaultAttentionKernels().target_name;
-  const bool int16_int8 =
-      c.dtype == KvDtype::kInt8 && (kernel.ends_with("_VNNI") || kernel.ends_with("_I16"));
+  const bool int16_int8 = c.dtype == KvDtype::kInt8 && DefaultAttentionKernels().int8_int16;
   const float tol = int16_int8 ? kInt16Int8AttentionTolerance : kAttentionTolerance * 8;
   for (int l = 0; l < layers; ++l) {
     const KvLayerView view = LayerViewOf(*m, l);

@@ -95,17 +95,19 @@ Result<SyntheticKvLayer> BuildLayer(const AttentionBenchOptions& o, KvDtype dtyp
 
 // The row of `layer` at prefetch `level` from its timing, the read bandwidth measured after it,
 // and the compute ceilings at the peaks measured with the same pool.
-AttentionBenchRow MakeRow(const AttentionBenchOptions& o, const SyntheticKvLayer& layer,
-                          KvPrefetchLevel level, const Timing& t, int threads, double row_bw,
-                          double fma_peak, double f16_fma_peak) {
+AttentionBenchRow MakeRow(const AttentionBenchOptions& o, const Variant& v, const Timing& t,
+                          int threads, double row_bw, double fma_peak, double f16_fma_peak) {
+  const SyntheticKvLayer& layer = *v.layer;
   const SyntheticKvSpec& spec = layer.spec();
   AttentionBenchRow row;
   row.kv_dtype = spec.dtype;
   row.context = spec.context;
   row.threads = threads;
   row.layout = spec.layout;
-  row.prefetch = level;
+  row.prefetch = v.kernels.prefetch;
   row.block_size = layer.view().block_size;
+  row.kernel = v.kernels.target_name;
+  row.arithmetic = AttentionArithmetic(v.kernels, layer.view());
   row.copies = spec.copies;
   row.iterations = t.iterations;
   row.seconds = t.seconds;
@@ -175,8 +177,8 @@ Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
           for (size_t pi = 0; pi < n_levels; ++pi) {
             const size_t v = li * n_levels + pi;
             rows[(li * o.threads.size() + ti) * n_levels + pi] =
-                MakeRow(o, layers[li], r.prefetch_levels[pi], t[v], pools[ti]->num_threads(), bw,
-                        r.fma_peak_gmacs[ti], r.f16_fma_peak_gmacs[ti]);
+                MakeRow(o, variants[v], t[v], pools[ti]->num_threads(), bw, r.fma_peak_gmacs[ti],
+                        r.f16_fma_peak_gmacs[ti]);
           }
         }
       }

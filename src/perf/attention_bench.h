@@ -77,6 +77,8 @@ struct AttentionBenchRow {
   KvLayout layout = KvLayout::kPaged;
   KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
   int block_size = 0;               // 16 (paged) or the context (contiguous).
+  std::string kernel;               // The attention kernel that ran (AttentionKernels).
+  std::string arithmetic;           // "int16" or "f32" (AttentionArithmetic).
   int copies = 0;                   // KV copies cycled through.
   int64_t iterations = 0;           // Timed calls (of the fastest of options.rounds passes).
   double seconds = 0;               // Their total wall time (steady clock).

@@ -177,6 +177,25 @@ void AppendOverF16(const AttentionBenchResult& r, KvPrefetchLevel level, std::st
   }
 }
 
+// "kernel AVX2_I16: int16 dot products for int8; f32 multiply-adds for f16, bf16", from the
+// rows (each dtype's first).
+std::string KernelLine(const AttentionBenchResult& r) {
+  std::string kernel, int16, f32;
+  for (KvDtype dtype : r.options.kv_dtypes) {
+    for (const AttentionBenchRow& row : r.rows) {
+      if (row.kv_dtype != dtype) continue;
+      kernel = row.kernel;
+      std::string& list = row.arithmetic == "int16" ? int16 : f32;
+      list += (list.empty() ? "" : ", ") + std::string(KvDtypeName(dtype));
+      break;
+    }
+  }
+  std::string line = "kernel " + kernel + ":";
+  if (!int16.empty()) line += " int16 dot products for " + int16 + (f32.empty() ? "" : ";");
+  if (!f32.empty()) line += " f32 multiply-adds for " + f32;
+  return line;
+}
+
 }  // namespace
 
 double KvBytesRatioOverF16(KvDtype dtype, int head_dim) {
@@ -218,7 +237,7 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
   peaks(r.fma_peak_gmacs);
   s += "\nthe same fed by f16 conversions, one per 4 multiply-adds (f16 KV at GQA 4):";
   peaks(r.f16_fma_peak_gmacs);
-  s += "\n\n";
+  s += "\n" + KernelLine(r) + "\n\n";
   s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>8} {:>10}\n",
                    "kv_dtype", "context", "threads", "layout", "prefetch", "KV/token", "us/token",
                    "tokens/s", "KV GB/s", "read bw", "of read bw");
@@ -237,7 +256,7 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
 }
 
 // Fields of each row: kv_dtype, context, threads, layout ("paged" | "contiguous"), prefetch
-// ("l1" | "l2"), block_size, rounds,
+// ("l1" | "l2"), block_size, kernel (e.g. "AVX2_I16"), arithmetic ("int16" | "f32"), rounds,
 // copies, n_heads, num_kv_heads, head_dim, iterations, seconds, kv_bytes_per_token,
 // us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw,
 // fma_peak_gmacs_per_s, fma_ceiling_gb_per_s, f16_fma_peak_gmacs_per_s, and for f16 rows
@@ -252,6 +271,8 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["layout"] = std::string(KvLayoutName(row.layout));
     j["prefetch"] = std::string(KvPrefetchLevelName(row.prefetch));
     j["block_size"] = row.block_size;
+    j["kernel"] = row.kernel;
+    j["arithmetic"] = row.arithmetic;
     j["rounds"] = r.options.rounds;
     j["copies"] = row.copies;
     j["n_heads"] = r.options.n_heads;

@@ -5,8 +5,10 @@
 #include <memory>
 #include <random>
 
+#include "attention/attention_kernel.h"
 #include "base/clock.h"
 #include "kernels/fma_peak.h"
+#include "kernels/kernel_target.h"
 #include "kv/kv_cache_manager.h"
 #include "model_config/kv_groups.h"
 #include "perf/bench_rounds.h"
@@ -240,6 +242,8 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
   r.options = o;
   r.model = model.config().name;
   r.threads = pool.num_threads();
+  r.weight_kernel = ActiveKernelTarget();
+  r.attention_kernel = DefaultAttentionKernels().target_name;
   // The read bandwidth before the rows (the header's figure) and after each row (the row's),
   // over one buffer.
   KV_ASSIGN_OR_RETURN(ReadBandwidthProbe probe, ReadBandwidthProbe::Create(o.read_bw.bytes, &pool));

@@ -68,18 +68,21 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
   return s;
 }
 
-// Fields of each row: model, threads, kv_dtype, depth, batch, steps, rounds, seconds,
-// decode_tokens_per_s (all sequences), step_ms, kv_filled_randomly, prefill_tokens and
-// prefill_tokens_per_s (only on the row that carries the prefill), weight_bytes_per_step,
-// kv_bytes_per_step, bytes_per_step, implied_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw,
-// weight_macs_per_token, weight_gmacs_per_s, fma_peak_gmacs, fraction_of_fma_peak (and, with the
-// prefill, prefill_weight_gmacs_per_s, prefill_fma_peak_gmacs, prefill_fraction_of_fma_peak).
+// Fields of each row: model, threads, weight_kernel, attention_kernel, kv_dtype, depth, batch,
+// steps, rounds, seconds, decode_tokens_per_s (all sequences), step_ms, kv_filled_randomly,
+// prefill_tokens and prefill_tokens_per_s (only on the row that carries the prefill),
+// weight_bytes_per_step, kv_bytes_per_step, bytes_per_step, implied_gb_per_s, read_bw_gb_per_s,
+// fraction_of_read_bw, weight_macs_per_token, weight_gmacs_per_s, fma_peak_gmacs,
+// fraction_of_fma_peak (and, with the prefill, prefill_weight_gmacs_per_s, prefill_fma_peak_gmacs,
+// prefill_fraction_of_fma_peak).
 std::string FormatDecodeBenchJson(const DecodeBenchResult& r) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const DecodeBenchRow& row : r.rows) {
     nlohmann::ordered_json j;
     j["model"] = r.model;
     j["threads"] = r.threads;
+    j["weight_kernel"] = r.weight_kernel;
+    j["attention_kernel"] = r.attention_kernel;
     j["kv_dtype"] = std::string(KvDtypeName(row.kv_dtype));
     j["depth"] = row.depth;
     j["batch"] = row.batch;
