@@ -60,6 +60,22 @@ struct Int8Int16Steps {
                      size_t acc_stride) = nullptr;
 };
 
+// f.template operator()<H>() with H = heads for 1 <= heads <= 4 (4 for more): the
+// implementations' step templates take the head count as a constant.
+template <class F>
+void ForHeads(int heads, const F& f) {
+  switch (heads) {
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    default:
+      return f.template operator()<4>();
+  }
+}
+
 // The AVX-512 VNNI steps, or nullptr where the CPU lacks AVX512F/BW/VL, AVX512_VNNI, F16C or FMA.
 const Int8Int16Steps* Int8StepsAvx512Vnni();
 // The AVX2 steps, or nullptr where the CPU lacks AVX2, F16C or FMA.

@@ -265,30 +265,16 @@ KV_AVX2_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
 
 void Scores(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
             const float* q_scale, int heads, size_t d, float* scores, const KvPrefetch& pf) {
-  switch (heads) {
-    case 1:
-      return ScoresT<1>(rows, n, run_starts, q16, q_scale, d, scores, pf);
-    case 2:
-      return ScoresT<2>(rows, n, run_starts, q16, q_scale, d, scores, pf);
-    case 3:
-      return ScoresT<3>(rows, n, run_starts, q16, q_scale, d, scores, pf);
-    default:
-      return ScoresT<4>(rows, n, run_starts, q16, q_scale, d, scores, pf);
-  }
+  ForHeads(heads, [&]<int kHeads>() {
+    ScoresT<kHeads>(rows, n, run_starts, q16, q_scale, d, scores, pf);
+  });
 }
 
 void Accumulate(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
                 const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
-  switch (heads) {
-    case 1:
-      return AccumulateT<1>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
-    case 2:
-      return AccumulateT<2>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
-    case 3:
-      return AccumulateT<3>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
-    default:
-      return AccumulateT<4>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
-  }
+  ForHeads(heads, [&]<int kHeads>() {
+    AccumulateT<kHeads>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
+  });
 }
 
 bool CpuRunsAvx2Steps() {
