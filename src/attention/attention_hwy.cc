@@ -325,7 +325,7 @@ void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, f
 // ------------------------------ the item
 
 struct Scratch {
-  std::vector<float> q;        // group x dk_pad, zero padded, in head tiles (PartialImpl)
+  std::vector<float> q;        // group x dk_pad, zero padded, in head tiles (float steps only)
   std::vector<int16_t> q16;    // [group][dk] (int16 steps: q quantized per head, attention_int16.h)
   std::vector<float> q_scale;  // [group] (int16 steps)
   std::vector<float> acc;      // [group][dv_pad]
@@ -382,30 +382,31 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
 
   thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
   Scratch& sc = scratch;
-  sc.q.assign(size_t(group) * dk_pad, 0.0f);
   sc.acc.assign(size_t(group) * dv_pad, 0.0f);
   if (k_tile) sc.ktile.assign(size_t(kChunk) * dk_pad, 0.0f);
   if (v_tile) sc.vtile.assign(size_t(kChunk) * dv_pad, 0.0f);
   if (k_int4) sc.kparams.resize(Int4ParamsFloats(dk));
   if (v_int4) sc.vparams.resize(Int4ParamsFloats(dv));
-  // q in the score step's layout: per head tile of up to kMaxHeads heads (h0 = 0, 4, ..),
-  // [dk_pad / lanes][heads][lanes] at h0 * dk_pad (one pointer and constant offsets reach every
-  // head's slice), elements in the K row decoder's order (Int4Row's for fused int4).
-  for (int g = 0; g < group; ++g) {
-    const int h0 = g / kMaxHeads * kMaxHeads, heads = std::min(kMaxHeads, group - h0);
-    const float* src = item.q + size_t(g) * dk;
-    float* tile = sc.q.data() + size_t(h0) * dk_pad + size_t(g - h0) * lanes;
-    for (size_t i = 0; i < dk; ++i) {
-      tile[(i / lanes * size_t(heads)) * lanes + i % lanes] =
-          src[k_int4 ? Int4RowElement(i, lanes) : i];
-    }
-  }
-  if (int16 != nullptr) {
+  if (int16 != nullptr) {  // q quantized per head for the int16 score step.
     sc.q16.resize(size_t(group) * dk);
     sc.q_scale.resize(size_t(group));
     for (int g = 0; g < group; ++g) {
       int16->quantize_query(item.q + size_t(g) * dk, dk, sc.q16.data() + size_t(g) * dk,
                             &sc.q_scale[size_t(g)]);
+    }
+  } else {
+    // q in the float score step's layout: per head tile of up to kMaxHeads heads (h0 = 0, 4,
+    // ..), [dk_pad / lanes][heads][lanes] at h0 * dk_pad (one pointer and constant offsets reach
+    // every head's slice), elements in the K row decoder's order (Int4Row's for fused int4).
+    sc.q.assign(size_t(group) * dk_pad, 0.0f);
+    for (int g = 0; g < group; ++g) {
+      const int h0 = g / kMaxHeads * kMaxHeads, heads = std::min(kMaxHeads, group - h0);
+      const float* src = item.q + size_t(g) * dk;
+      float* tile = sc.q.data() + size_t(h0) * dk_pad + size_t(g - h0) * lanes;
+      for (size_t i = 0; i < dk; ++i) {
+        tile[(i / lanes * size_t(heads)) * lanes + i % lanes] =
+            src[k_int4 ? Int4RowElement(i, lanes) : i];
+      }
     }
   }
   float* m = state;

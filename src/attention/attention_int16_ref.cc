@@ -50,11 +50,11 @@ void Scores(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const int16_t
 
 void Accumulate(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const float* p,
                 const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
+  std::vector<float> wf(static_cast<size_t>(n));
   std::vector<int16_t> w(static_cast<size_t>(n));
   std::vector<int64_t> sums(d);
   for (int h = 0; h < heads; ++h) {
     float wmax = 0.0f;
-    std::vector<float> wf(static_cast<size_t>(n));
     for (int t = 0; t < n; ++t) {
       wf[size_t(t)] = p[h * kAttentionChunk + t] * LoadScale(rows[t].v_scale);
       wmax = std::max(wmax, wf[size_t(t)]);

@@ -73,8 +73,10 @@ struct Fp8Row {
     return {data, RowScale(s) * kFp8DecodeFactor<kE4M3>};
   }
   VF Load(size_t i) const { return DecodeFp8Unscaled<kE4M3>(p + i); }
+#if HWY_TARGET == HWY_AVX2
   // Elements [i, i + 2 * Lanes) in row order.
   void LoadN(size_t i, VF* out) const { DecodeFp8UnscaledPair<kE4M3>(p + i, out); }
+#endif
 };
 
 struct Int8Row {
