@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compares kvengine binaries on `kvengine bench attention` on a noisy machine: runs each binary in
 # turn, ROUNDS times, and prints per binary and row (dtype, context, threads, layout, prefetch
-# level) the fastest us/token and every run's.
+# level / KV heads per item) the fastest us/token and every run's.
 # Alternating the binaries spreads the machine's slow spells over all of them; the fastest run is
 # the least disturbed (BENCHMARKS.md uses it where single runs moved by more than the change).
 #
@@ -20,7 +20,11 @@ for _ in $(seq "$rounds"); do
   for bin in "$@"; do
     # shellcheck disable=SC2086  # The flags are split on purpose.
     "$bin" bench attention $flags 2>/dev/null |
-      awk -v b="$bin" '$4 == "paged" || $4 == "contiguous" { print b, $1, $2, $3, $4, $5, $8 }'
+      awk -v b="$bin" '$4 == "paged" || $4 == "contiguous" {
+        # Binaries before the heads/item column (KV/token is a number and a unit) and after it.
+        if ($7 == "MiB" || $7 == "KiB") print b, $1, $2, $3, $4, $5 "/-", $8
+        else print b, $1, $2, $3, $4, $5 "/" $6, $9
+      }'
   done
 done | awk '{
   key = $1 " " $2 " " $3 " " $4 " " $5 " " $6

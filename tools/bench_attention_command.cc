@@ -3,6 +3,7 @@
 // (paged in shuffled pool order vs contiguous), with KV GB/s as a fraction of the read bandwidth
 // measured in the same run (src/perf does the work; docs/bench-attention.md explains the figures).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <memory>
 
@@ -21,6 +22,7 @@ struct BenchAttentionFlags {
   std::vector<std::string> kv_dtypes = {"f16", "bf16", "fp8_e4m3", "int8", "int4"};
   std::vector<std::string> layouts = {"paged", "contiguous"};
   std::vector<std::string> prefetch = {"auto"};
+  std::vector<std::string> item_heads = {"auto"};
   std::string footprint = "auto";
   std::string read_bw_size = "auto";
   std::string svg_path;
@@ -54,6 +56,20 @@ int RunBenchAttention(BenchAttentionFlags& f) {
     if (std::find(o.prefetch_levels.begin(), o.prefetch_levels.end(), level) ==
         o.prefetch_levels.end()) {
       o.prefetch_levels.push_back(level);
+    }
+  }
+  o.item_heads.clear();
+  for (const std::string& h : f.item_heads) {
+    int heads = 0;  // auto
+    if (h != "auto") {
+      const auto [end, ec] = std::from_chars(h.data(), h.data() + h.size(), heads);
+      if (ec != std::errc() || end != h.data() + h.size() || heads < 1 || heads > o.num_kv_heads) {
+        return Fail(InvalidArgument("--item-heads: '" + h + "' is not auto or 1.." +
+                                    std::to_string(o.num_kv_heads) + " (the KV heads)"));
+      }
+    }
+    if (std::find(o.item_heads.begin(), o.item_heads.end(), heads) == o.item_heads.end()) {
+      o.item_heads.push_back(heads);
     }
   }
   Result<uint64_t> footprint = ParseBufferSizeOrAuto(f.footprint, "--footprint", o.footprint_bytes);
@@ -106,6 +122,9 @@ void RegisterBenchAttention(CLI::App* bench, int* exit_code) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--prefetch", f->prefetch, AttentionBenchOptions::kPrefetchHelp)
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--item-heads", f->item_heads, AttentionBenchOptions::kItemHeadsHelp)
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--heads", o.n_heads, "Query heads")

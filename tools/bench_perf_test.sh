@@ -44,7 +44,7 @@ case "$what" in
     expect attention_fields 'all(.[]; has("kv_dtype") and has("context") and has("threads")
       and has("layout") and has("kv_gb_per_s") and has("read_bw_gb_per_s")
       and has("fraction_of_read_bw") and has("tokens_per_s") and has("kv_bytes_per_token")
-      and has("prefetch") and has("fma_ceiling_gb_per_s"))' "$json"
+      and has("prefetch") and has("kv_heads_per_item") and has("fma_ceiling_gb_per_s"))' "$json"
     # f16 at 4 query heads per KV head: 2 multiply-adds per byte.
     expect attention_fma_ceiling 'map(select(.kv_dtype == "f16")) | all(.[];
       (.fma_ceiling_gb_per_s - .fma_peak_gmacs_per_s / 2 | fabs) < 1e-6 * .fma_peak_gmacs_per_s)' "$json"
@@ -109,6 +109,12 @@ case "$what" in
     "$bin" bench attention --contexts 1k --kv-dtypes int8 -t 1 --layouts paged --min-time 0.02 \
       --footprint 16MiB --read-bw-size 64MiB --prefetch l1,l2,auto --json > "$json" || true
     expect attention_prefetch_levels '[.[].prefetch] == ["l1", "l2"]' "$json"
+    # KV heads per item: auto (all 8 heads for paged blocks of 16 f16 rows, one thread) and 1.
+    json="$scratch/attention_item_heads.json"
+    "$bin" bench attention --contexts 1k --kv-dtypes f16 -t 1 --layouts paged --min-time 0.02 \
+      --footprint 16MiB --read-bw-size 64MiB --item-heads auto,1 --json > "$json" || true
+    expect attention_item_heads '[.[] | [.item_heads, .kv_heads_per_item]] == [["auto", 8], ["1", 1]]' "$json"
+    check_error attention_bad_item_heads "item-heads" -- "$bin" bench attention --item-heads 9
     ;;
   decode)
     small=(-m tiny -t 1 --depths 0,64 --batches 1,4 -p 32 --steps 4 --read-bw-size 64MiB)

@@ -358,6 +358,37 @@ void DecodeInt4Params(KvRowRefs* rows, int n, uint64_t run_starts, size_t groups
   }
 }
 
+// The rows of an item's units, a unit being (chunk, KV head) in the order the kernel computes
+// them: chunk 0's KV heads in turn, then chunk 1's, ... The walker yields a chunk's rows for the
+// item's first KV head; the other heads' rows are those shifted by HeadStride. After the item's
+// last chunk every unit is empty (n == 0).
+class UnitRows {
+ public:
+  UnitRows(const KvLayerView& kv, const AttentionItem& item)
+      : walk_(kv, item), stride_(HeadStride(kv)), heads_(item.kv_heads) {}
+  // Fills rows[0, n) (room for kChunk + kPosTile - 1) with the next unit's rows and *run_starts
+  // with their runs (ItemRowWalker::Next); returns n.
+  int Next(KvRowRefs* rows, uint64_t* run_starts) {
+    if (head_ == 0) {
+      n_ = int(std::min<int64_t>(kChunk, walk_.remaining()));
+      walk_.Next(n_, base_, &starts_);
+    }
+    for (int t = 0; t < n_; ++t) rows[t] = ShiftHeads(base_[t], stride_, size_t(head_));
+    *run_starts = starts_;
+    head_ = head_ + 1 == heads_ ? 0 : head_ + 1;
+    return n_;
+  }
+
+ private:
+  ItemRowWalker walk_;
+  KvHeadStride stride_;
+  int heads_;
+  int head_ = 0;  // The KV head (of the item's) of the next unit.
+  int n_ = 0;     // Rows of the current chunk.
+  uint64_t starts_ = 0;
+  KvRowRefs base_[kChunk];  // The current chunk's rows of the first KV head.
+};
+
 // int16: int8 K and V through these int16 steps (attention_int16.h; the caller checks
 // Int8Int16Applies(kv)), whose accumulators are in Int8Int16Element order; nullptr: the float
 // steps.
@@ -368,6 +399,8 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   const size_t dk_pad = RoundUp(dk, lanes), dv_pad = RoundUp(dv, lanes);
   const int group = item.group;
+  const int kv_heads = item.kv_heads;
+  const size_t q_heads = size_t(kv_heads) * size_t(group);  // Query heads of the item.
   // Fused decode when whole loads of the row decoder (RowVectors x Lanes elements) cover the
   // row (int4: where its groups are 32 elements, a whole number of Int4Row's blocks); else decode
   // rows into the f32 tiles.
@@ -382,38 +415,41 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
 
   thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
   Scratch& sc = scratch;
-  sc.acc.assign(size_t(group) * dv_pad, 0.0f);
+  sc.acc.assign(q_heads * dv_pad, 0.0f);
   if (k_tile) sc.ktile.assign(size_t(kChunk) * dk_pad, 0.0f);
   if (v_tile) sc.vtile.assign(size_t(kChunk) * dv_pad, 0.0f);
   if (k_int4) sc.kparams.resize(Int4ParamsFloats(dk));
   if (v_int4) sc.vparams.resize(Int4ParamsFloats(dv));
   if (int16 != nullptr) {  // q quantized per head for the int16 score step.
-    sc.q16.resize(size_t(group) * dk);
-    sc.q_scale.resize(size_t(group));
-    for (int g = 0; g < group; ++g) {
-      int16->quantize_query(item.q + size_t(g) * dk, dk, sc.q16.data() + size_t(g) * dk,
-                            &sc.q_scale[size_t(g)]);
+    sc.q16.resize(q_heads * dk);
+    sc.q_scale.resize(q_heads);
+    for (size_t g = 0; g < q_heads; ++g) {
+      int16->quantize_query(item.q + g * dk, dk, sc.q16.data() + g * dk, &sc.q_scale[g]);
     }
   } else {
-    // q in the float score step's layout: per head tile of up to kMaxHeads heads (h0 = 0, 4,
-    // ..), [dk_pad / lanes][heads][lanes] at h0 * dk_pad (one pointer and constant offsets reach
-    // every head's slice), elements in the K row decoder's order (Int4Row's for fused int4).
-    sc.q.assign(size_t(group) * dk_pad, 0.0f);
-    for (int g = 0; g < group; ++g) {
+    // q in the float score step's layout: per KV head and head tile of up to kMaxHeads of its
+    // query heads (h0 = 0, 4, ..), [dk_pad / lanes][heads][lanes] at (kv head * group + h0) *
+    // dk_pad (one pointer and constant offsets reach every head's slice), elements in the K row
+    // decoder's order (Int4Row's for fused int4).
+    sc.q.assign(q_heads * dk_pad, 0.0f);
+    for (size_t qh = 0; qh < q_heads; ++qh) {
+      const int g = int(qh % size_t(group));
       const int h0 = g / kMaxHeads * kMaxHeads, heads = std::min(kMaxHeads, group - h0);
-      const float* src = item.q + size_t(g) * dk;
-      float* tile = sc.q.data() + size_t(h0) * dk_pad + size_t(g - h0) * lanes;
+      const float* src = item.q + qh * dk;
+      float* tile = sc.q.data() + (qh - size_t(g - h0)) * dk_pad + size_t(g - h0) * lanes;
       for (size_t i = 0; i < dk; ++i) {
         tile[(i / lanes * size_t(heads)) * lanes + i % lanes] =
             src[k_int4 ? Int4RowElement(i, lanes) : i];
       }
     }
   }
-  float* m = state;
-  float* l = state + group;
-  for (int g = 0; g < group; ++g) {
-    m[g] = kNegInf;
-    l[g] = 0.0f;
+  const size_t state_stride = PartialStateFloats(group, kv.head_dim_v);
+  for (int j = 0; j < kv_heads; ++j) {
+    float* st = state + size_t(j) * state_stride;
+    for (int g = 0; g < group; ++g) {
+      st[g] = kNegInf;       // m
+      st[group + g] = 0.0f;  // l
+    }
   }
 
   ScoresFn scores_fn[kMaxHeads];
@@ -425,12 +461,12 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
                             [h]<class Row>() { return AccumulateFor<Row>(h); });
   }
 
-  // Rows of chunks c .. c + ahead in a ring of ahead + 1 buffers: chunk c is computed while the
-  // rows of chunk c + ahead are prefetched (the ones in between were requested earlier).
-  const size_t chunk_bytes = size_t(kChunk) * (kv.k_row_bytes + kv.v_row_bytes);
-  const int ahead = int(std::clamp<size_t>(kPrefetchBytes / chunk_bytes, 1, kMaxPrefetchChunks));
+  // Rows of units u .. u + ahead in a ring of ahead + 1 buffers: unit u is computed while the
+  // rows of unit u + ahead are prefetched (the ones in between were requested earlier).
+  const size_t unit_bytes = size_t(kChunk) * (kv.k_row_bytes + kv.v_row_bytes);
+  const int ahead = int(std::clamp<size_t>(kPrefetchBytes / unit_bytes, 1, kMaxPrefetchChunks));
   const int ring = ahead + 1;
-  ItemRowWalker walk(kv, item);
+  UnitRows units(kv, item);
   KvRowRefs row_bufs[kMaxPrefetchChunks + 1][kChunk + kPosTile - 1];
   int row_counts[kMaxPrefetchChunks + 1] = {};
   uint64_t run_starts[kMaxPrefetchChunks + 1] = {};  // ItemRowWalker::Next's (int16 scales).
@@ -444,34 +480,32 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
                              kv.k_scale_bytes != 0,
                              kv.v_scale_bytes != 0,
                              prefetch == KvPrefetchLevel::kL2};
-  for (int c = 0; c < ahead; ++c) {
-    row_counts[c] = int(std::min<int64_t>(kChunk, walk.remaining()));
-    walk.Next(row_counts[c], row_bufs[c], &run_starts[c]);
-    if (c > 0) {  // Chunk 0 is needed now; request the rest at once.
+  for (int u = 0; u < ahead; ++u) {
+    row_counts[u] = units.Next(row_bufs[u], &run_starts[u]);
+    if (u > 0) {  // Unit 0 is needed now; request the rest at once.
       PrefetchList pf = pf_rows;
-      pf.rows = row_bufs[c];
-      pf.n = row_counts[c];
+      pf.rows = row_bufs[u];
+      pf.n = row_counts[u];
       for (int t = 0; t < pf.n; ++t) PrefetchKvRow(pf, t);
     }
   }
-  for (int chunk = 0; row_counts[chunk % ring] > 0; ++chunk) {
-    const int n = row_counts[chunk % ring];
-    KvRowRefs* rows = row_bufs[chunk % ring];
-    const int later = (chunk + ahead) % ring;
-    row_counts[later] = int(std::min<int64_t>(kChunk, walk.remaining()));
-    walk.Next(row_counts[later], row_bufs[later], &run_starts[later]);
+  for (int u = 0; row_counts[u % ring] > 0; ++u) {
+    const int n = row_counts[u % ring];
+    KvRowRefs* rows = row_bufs[u % ring];
+    const uint64_t starts = run_starts[u % ring];
+    const size_t head0 = size_t(u % kv_heads) * size_t(group);  // The unit's first query head.
+    const int later = (u + ahead) % ring;
+    row_counts[later] = units.Next(row_bufs[later], &run_starts[later]);
     PrefetchList pf = pf_rows;
     if (row_counts[later] > 0) {
       pf.rows = row_bufs[later];
       pf.n = row_counts[later];
     }
     if (k_int4) {
-      DecodeInt4Params<&KvRowRefs::k_scale>(rows, n, run_starts[chunk % ring], dk / 32,
-                                            sc.kparams.data());
+      DecodeInt4Params<&KvRowRefs::k_scale>(rows, n, starts, dk / 32, sc.kparams.data());
     }
     if (v_int4) {
-      DecodeInt4Params<&KvRowRefs::v_scale>(rows, n, run_starts[chunk % ring], dv / 32,
-                                            sc.vparams.data());
+      DecodeInt4Params<&KvRowRefs::v_scale>(rows, n, starts, dv / 32, sc.vparams.data());
     }
     for (int t = 0; t < n; ++t) {  // Tiles: decode, then point the rows at the f32 copies.
       if (k_tile) {
@@ -486,35 +520,40 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       }
     }
     for (int t = n; t % kPosTile != 0; ++t) rows[t] = rows[n - 1];  // Whole score micro-tiles.
+    float* st = state + size_t(u % kv_heads) * state_stride;
+    float* m = st;
+    float* l = st + group;
     for (int h0 = 0; h0 < group; h0 += kMaxHeads) {
       const int heads = std::min(kMaxHeads, group - h0);
+      const size_t qh = head0 + size_t(h0);  // The tile's first query head in the item.
       // The first head tile prefetches, all while computing scores (spreading half of it over
       // the V step was slower paged: 7.4 -> 9.4 ms f16, 6.6 -> 7.7 ms int8, 1 thread).
       const PrefetchList pf_scores = h0 == 0 ? pf : PrefetchList{};
       if (int16 != nullptr) {
-        int16->scores(rows, n, run_starts[chunk % ring], sc.q16.data() + size_t(h0) * dk,
-                      sc.q_scale.data() + h0, heads, dk, scores, pf_scores);
+        int16->scores(rows, n, starts, sc.q16.data() + qh * dk, sc.q_scale.data() + qh, heads, dk,
+                      scores, pf_scores);
       } else {
-        scores_fn[heads - 1](rows, n, sc.q.data() + size_t(h0) * dk_pad, dk_pad, scores, pf_scores);
+        scores_fn[heads - 1](rows, n, sc.q.data() + qh * dk_pad, dk_pad, scores, pf_scores);
       }
       SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
       if (int16 != nullptr) {
-        int16->accumulate(rows, n, run_starts[chunk % ring], p, alpha, heads, dv,
-                          sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
+        int16->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad,
+                          dv_pad);
       } else {
-        acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + size_t(h0) * dv_pad, dv_pad);
+        acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + qh * dv_pad, dv_pad);
       }
     }
   }
-  float* acc = state + 2 * size_t(group);
-  for (int g = 0; g < group; ++g) {
-    const float* src = sc.acc.data() + size_t(g) * dv_pad;
+  for (size_t qh = 0; qh < q_heads; ++qh) {
+    const size_t j = qh / size_t(group), g = qh % size_t(group);
+    float* acc = state + j * state_stride + 2 * size_t(group) + g * dv;
+    const float* src = sc.acc.data() + qh * dv_pad;
     if (int16 != nullptr) {
-      for (size_t i = 0; i < dv; ++i) acc[size_t(g) * dv + Int8Int16Element(i)] = src[i];
+      for (size_t i = 0; i < dv; ++i) acc[Int8Int16Element(i)] = src[i];
     } else if (v_int4) {
-      for (size_t i = 0; i < dv; ++i) acc[size_t(g) * dv + Int4RowElement(i, lanes)] = src[i];
+      for (size_t i = 0; i < dv; ++i) acc[Int4RowElement(i, lanes)] = src[i];
     } else {
-      std::memcpy(acc + size_t(g) * dv, src, dv * sizeof(float));
+      std::memcpy(acc, src, dv * sizeof(float));
     }
   }
 }

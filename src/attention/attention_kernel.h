@@ -1,12 +1,15 @@
 // Internal: the per-work-item kernel of decode attention (paged_attention.cc plans the items, runs
 // them on the thread pool and merges their partial results).
 //
-// A work item is (query, KV head, partition): the query's `group` heads that share one KV head,
-// against the visible positions of one partition (a fixed range of kPartitionPositions
-// positions, paged_attention.cc). The kernel streams those positions once, in ascending order, in
-// chunks of up to kAttentionChunk positions: per chunk it reads each K row once (scores for every
+// A work item is (query, run of KV heads, partition): for each of its KV heads, the query's
+// `group` heads that share it, against the visible positions of one partition (a fixed range of
+// kPartitionPositions positions, paged_attention.cc). The kernel streams those positions once, in
+// ascending order, in chunks of up to kAttentionChunk positions, and takes the item's KV heads in
+// turn within each chunk (so one thread reads all of a block's heads, which lie side by side,
+// while the block is at hand): per chunk and KV head it reads each K row once (scores for every
 // head of the group), updates the online softmax (running max m and sum l per head, rescaling the
 // accumulator by e^(m_old - m_new)), and reads each V row once (acc += p * v for every head).
+// Each KV head's arithmetic is the same whichever item holds it.
 // Dequantization happens inside those loops, in registers, with the row decoders of
 // attention_rows-inl.h (bit-identical decoded values; a per-row scale, fp8's and int8's,
 // multiplies the position's dot product and softmax weight instead of each element; int4 rows come
@@ -14,7 +17,8 @@
 // groups are not 32 elements and head dims that are not a multiple of the vector length are first
 // decoded into a small f32 tile (kvengine::DecodeRow, also bit-identical) and then go the same way.
 //
-// The partial state it leaves, per item (floats, `group` heads, dv = head_dim_v):
+// The partial state it leaves, per KV head of the item (floats, `group` heads, dv = head_dim_v;
+// the item's KV heads' states one after another, PartialStateFloats each):
 //   m   [group]        max over the item's positions of q.k * scale
 //   l   [group]        sum of e^(s - m)
 //   acc [group][dv]    sum of e^(s - m) * v
@@ -48,8 +52,10 @@ inline constexpr int kAttentionPosTile = 4;
 // (either may be empty; all of range 0 precedes range 1); together at least one position.
 struct AttentionItem {
   std::span<const int32_t> block_table;
-  const float* q = nullptr;  // [group][head_dim_k]: the query heads kv_head * group + g.
-  int kv_head = 0;
+  // [kv_heads][group][head_dim_k]: the query heads (kv_head + j) * group + g.
+  const float* q = nullptr;
+  int kv_head = 0;   // The first KV head ...
+  int kv_heads = 1;  // ... and how many, consecutive.
   int group = 1;
   float scale = 1.0f;
   int64_t begin[2] = {0, 0};
@@ -64,7 +70,24 @@ struct KvRowRefs {
   const uint8_t* v_scale;
 };
 
-// Walks an item's visible positions in ascending order, yielding row addresses. Block lookups
+// How far the rows of KV head h + 1 lie from the same positions' rows of head h, in bytes: within
+// a block the heads' runs of block_size rows follow one another (paged_attention.h).
+struct KvHeadStride {
+  size_t k_data, k_scale, v_data, v_scale;
+};
+inline KvHeadStride HeadStride(const KvLayerView& kv) {
+  const size_t rows = size_t(kv.block_size);
+  return {rows * kv.k_row_bytes, rows * kv.k_scale_bytes, rows * kv.v_row_bytes,
+          rows * kv.v_scale_bytes};
+}
+// The rows of the same position j KV heads on.
+inline KvRowRefs ShiftHeads(const KvRowRefs& r, const KvHeadStride& s, size_t j) {
+  return {r.k_data + j * s.k_data, r.k_scale + j * s.k_scale, r.v_data + j * s.v_data,
+          r.v_scale + j * s.v_scale};
+}
+
+// Walks an item's visible positions in ascending order, yielding the row addresses of its first
+// KV head (HeadStride away from them, the next head's). Block lookups
 // happen once per block (slot counters, no division per position); every block the walk enters
 // must be in the table (KV_CHECK, as the old per-position check).
 class ItemRowWalker {
@@ -201,7 +224,7 @@ __attribute__((always_inline)) inline void PrefetchKvRow(const KvPrefetch& pf, i
   }
 }
 
-// Floats of one item's partial state (m, l, acc as above).
+// Floats of one KV head's partial state (m, l, acc as above); an item leaves kv_heads of them.
 inline size_t PartialStateFloats(int group, int head_dim_v) {
   return size_t(group) * (2 + size_t(head_dim_v));
 }
@@ -212,8 +235,8 @@ struct AttentionKernels {
   // the int16 steps of attention_int16.h for int8 KV: VNNI's or AVX2's); or "ref".
   const char* target_name = "";
   int64_t hwy_target = 0;  // Highway target bit, 0 for the scalar reference.
-  // Writes the item's partial state (PartialStateFloats(item.group, kv.head_dim_v) floats).
-  // `prefetch` changes the speed only, never the bits.
+  // Writes the item's partial states (item.kv_heads x PartialStateFloats(item.group,
+  // kv.head_dim_v) floats). `prefetch` changes the speed only, never the bits.
   void (*partial)(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
                   float* state) = nullptr;
   // What PagedAttentionBatchWith passes (DefaultKvPrefetchLevel() in the kernels below).
@@ -221,6 +244,9 @@ struct AttentionKernels {
   // Whether int8 KV goes through the int16 steps of attention_int16.h where they apply (the
   // "_VNNI" and "_I16" kernels); else every dtype is decoded to f32 in registers.
   bool int8_int16 = false;
+  // KV heads per work item PagedAttentionBatchWith plans (at most the layer's); 0: its own choice
+  // (paged_attention.cc, HeadsPerItem). Changes the speed only, never the bits.
+  int kv_heads_per_item = 0;
 };
 
 // The arithmetic `kernels` uses on `kv`: "int16" (int8 K and V through int16 dot products) or
@@ -237,6 +263,11 @@ std::vector<AttentionKernels> AvailableAttentionKernels();
 // The scalar reference: decodes with ref::DecodeRow, double-precision scores and sums, plain
 // softmax over the item's positions (no chunks). The specification the SIMD kernels are held to.
 AttentionKernels ReferenceAttentionKernels();
+
+// The KV heads per work item PagedAttentionBatchWith(kernels, kv, queries, ..., pool) plans:
+// kernels.kv_heads_per_item where set, else its own choice (paged_attention.cc, HeadsPerItem).
+int PlannedKvHeadsPerItem(const AttentionKernels& kernels, const KvLayerView& kv,
+                          std::span<const AttentionQuery> queries, ThreadPool* pool);
 
 // PagedAttentionBatch with the given kernels (the public one uses DefaultAttentionKernels()).
 void PagedAttentionBatchWith(const AttentionKernels& kernels, const KvLayerView& kv,

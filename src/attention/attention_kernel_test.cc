@@ -308,6 +308,68 @@ TEST(AttentionKernelTest, PrefetchLevelChangesNoBits) {
   }
 }
 
+// How many KV heads a work item takes changes which thread reads which rows, never what is
+// computed: every target gives the same bits with one head per item, ragged runs of heads (3 of
+// 8: 3 + 3 + 2), all of them and the plan's own choice, with 1 and 2 threads (f16 and int8 over
+// several partitions and a window, int4 through the fused decoder, a ragged head dim through the
+// tiles), and the reference kernel agrees with itself the same way.
+TEST(AttentionKernelTest, KvHeadsPerItemChangeNoBits) {
+  ThreadPool two(2);
+  for (const Config& c :
+       {Config{KvDtype::kF16, 32, 8, 64, 16, 5000},
+        Config{KvDtype::kInt8, 32, 8, 128, 16, 4500, 3000, 4},
+        Config{KvDtype::kInt4, 8, 4, 64, 32, 700}, Config{KvDtype::kBF16, 12, 3, 40, 16, 300}}) {
+    SCOPED_TRACE(Describe(c));
+    const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 17);
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
+    for (float& x : q) x = nd(rng);
+    std::vector<AttentionKernels> kernels = AvailableAttentionKernels();
+    kernels.push_back(ReferenceAttentionKernels());
+    for (AttentionKernels k : kernels) {
+      SCOPED_TRACE(k.target_name);
+      k.kv_heads_per_item = 1;
+      const std::vector<float> one = RunBatch(k, kv, c, q, nullptr);
+      for (int heads : {0, 2, 3, c.n_kv}) {
+        SCOPED_TRACE(heads);
+        k.kv_heads_per_item = heads;
+        EXPECT_TRUE(SameBits(one, RunBatch(k, kv, c, q, nullptr)));
+        EXPECT_TRUE(SameBits(one, RunBatch(k, kv, c, q, &two)));
+      }
+    }
+  }
+}
+
+// The plan's choice (paged_attention.cc): every KV head in one item where a block's per-head
+// runs are short, split for threads when the batch has few partitions; one head per item for
+// long runs (the contiguous layout) or where asked.
+TEST(AttentionKernelTest, PlansKvHeadsPerItem) {
+  KvShape s;
+  s.k_dtype = s.v_dtype = KvDtype::kF16;
+  s.num_kv_heads = 8;
+  s.head_dim_k = s.head_dim_v = 128;
+  s.block_size = 16;  // Runs of 4 KiB.
+  const KvLayerView paged = attention_test::LayoutOf(s);
+  s.block_size = 4096;  // Runs of 1 MiB.
+  const KvLayerView contiguous = attention_test::LayoutOf(s);
+  const std::vector<int32_t> table(4096, 0);
+  const auto query = [&](int64_t pos) { return AttentionQuery{table, nullptr, pos, nullptr}; };
+  const std::vector<AttentionQuery> long_one = {query(32767)};  // 16 partitions.
+  const std::vector<AttentionQuery> short_one = {query(100)};   // 1 partition.
+  ThreadPool two(2);
+  AttentionKernels k = DefaultAttentionKernels();
+  EXPECT_EQ(PlannedKvHeadsPerItem(k, paged, long_one, nullptr), 8);
+  EXPECT_EQ(PlannedKvHeadsPerItem(k, paged, long_one, &two), 8);
+  EXPECT_EQ(PlannedKvHeadsPerItem(k, paged, short_one, nullptr), 8);
+  EXPECT_EQ(PlannedKvHeadsPerItem(k, paged, short_one, &two), 1);  // 8 items for 2 threads.
+  EXPECT_EQ(PlannedKvHeadsPerItem(k, contiguous, long_one, nullptr), 1);
+  k.kv_heads_per_item = 3;
+  EXPECT_EQ(PlannedKvHeadsPerItem(k, paged, long_one, &two), 3);
+  k.kv_heads_per_item = 100;
+  EXPECT_EQ(PlannedKvHeadsPerItem(k, paged, long_one, &two), 8);
+}
+
 // The default level follows the L1 data cache's size (attention_kernel.h).
 TEST(AttentionKernelTest, DefaultPrefetchLevelFollowsL1Size) {
   const long l1 = L1DataCacheBytes();

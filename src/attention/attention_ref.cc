@@ -10,7 +10,8 @@
 namespace kvengine {
 namespace {
 
-void PartialRef(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel, float* state) {
+// One KV head's state (item.kv_heads == 1).
+void PartialRefHead(const KvLayerView& kv, const AttentionItem& item, float* state) {
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
   const size_t group = size_t(item.group);
   ItemRowWalker walk(kv, item);
@@ -47,6 +48,16 @@ void PartialRef(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLeve
     }
   }
   for (size_t i = 0; i < group * dv; ++i) acc[i] = float(a[i]);
+}
+
+void PartialRef(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel, float* state) {
+  for (int j = 0; j < item.kv_heads; ++j) {
+    AttentionItem one = item;
+    one.kv_head = item.kv_head + j;
+    one.kv_heads = 1;
+    one.q = item.q + size_t(j) * size_t(item.group) * size_t(kv.head_dim_k);
+    PartialRefHead(kv, one, state + size_t(j) * PartialStateFloats(item.group, kv.head_dim_v));
+  }
 }
 
 }  // namespace

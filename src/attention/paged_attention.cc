@@ -22,28 +22,69 @@ VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos) {
 namespace {
 
 // Split-K: positions are cut into partitions [j * kPartitionPositions, (j + 1) * ...); one work
-// item per (query, KV head, partition that holds visible positions). The boundaries depend on
-// positions only, and partial states are always merged in ascending partition order, so a result
-// never depends on the thread count or the batch. Contexts up to this size are one item per KV
-// head (no merge cost beyond one normalization). Why 2048: at a 32k context with 8 KV heads it
-// gives 128 equal items, plenty to balance 2 (or 16) threads, while an item stays long enough
-// (64 chunks) that its setup, the first chunk's unprefetched rows and the merge are noise. 1024
-// measured within noise at 32k (paged a few % faster, contiguous a few % slower; 1 and 2 threads).
+// item per (query, run of KV heads, partition that holds visible positions). The boundaries
+// depend on positions only, and partial states are always merged in ascending partition order, so
+// a result never depends on the thread count or the batch. Contexts up to this size are one
+// partition (no merge cost beyond one normalization). Why 2048: at a 32k context with 8 KV heads
+// it gives 128 (query, KV head, partition) pieces, plenty to balance 2 (or 16) threads, while an
+// item stays long enough (64 chunks) that its setup, the first chunk's unprefetched rows and the
+// merge are noise. 1024 measured within noise at 32k (paged a few % faster, contiguous a few %
+// slower; 1 and 2 threads).
 constexpr int64_t kPartitionPositions = 2048;
 // Per-item cost beyond its positions, in positions (setup, q copy, merge): for load balancing.
 constexpr int64_t kItemOverhead = 16;
+// KV heads per item (HeadsPerItem). A block holds each KV head's rows of its positions as one run
+// of block_size rows, the heads' runs side by side (paged_attention.h). An item of one KV head
+// reads one run per block and jumps to the next block of its table, in no particular pool order;
+// runs shorter than this (16 rows of f16 x 128 are 4 KiB) are read at a fraction of the rate of a
+// long stream. An item of all the KV heads reads each block's runs one after another (the kernel
+// takes the heads in turn per chunk), H times longer. Measured at 32k, 8 KV heads x 128, paged
+// blocks of 16 in shuffled order on Zen 3: see BENCHMARKS.md ("KV heads per work item").
+constexpr size_t kShortRunBytes = 16 << 10;
+// Items per thread below which HeadsPerItem splits the KV heads further, for load balance.
+constexpr int64_t kMinItemsPerThread = 4;
+
+// How many consecutive KV heads one item takes (the rest of a partition's heads go to further
+// items). Which item computes a KV head never changes its bits (attention_kernel.h).
+int HeadsPerItem(const KvLayerView& kv, int64_t partitions, int threads) {
+  const int heads = kv.num_kv_heads;
+  const size_t run = size_t(kv.block_size) * std::max(kv.k_row_bytes, kv.v_row_bytes);
+  if (run >= kShortRunBytes || heads == 1) return 1;
+  if (threads <= 1) return heads;
+  // Split the heads into enough runs that the items number kMinItemsPerThread per thread.
+  const int64_t wanted = kMinItemsPerThread * threads;
+  const int64_t parts = std::max<int64_t>(partitions, 1);
+  const int64_t splits = std::clamp<int64_t>((wanted + parts - 1) / parts, 1, heads);
+  return int((heads + splits - 1) / splits);
+}
+
+// Partitions [first, last] of q's visible positions (some may hold none: between the sinks and
+// the window).
+struct PartRange {
+  int64_t ranges[2][2];
+  int64_t first = 0, last = 0;
+};
+PartRange PartitionsOf(const KvLayerView& kv, const AttentionQuery& q) {
+  const VisibleRange r = VisiblePositions(kv, q.pos);
+  PartRange p{{{0, r.sinks}, {r.lo, q.pos + 1}}};
+  p.first = r.sinks > 0 ? 0 : r.lo / kPartitionPositions;
+  p.last = q.pos / kPartitionPositions;
+  return p;
+}
 
 // One planned item: which query, where its partial state goes, its cost for scheduling.
 struct PlannedItem {
   AttentionItem item;
   int32_t query = 0;
-  int64_t state = 0;  // Offset of its partial state in the batch's state buffer.
+  int64_t state = 0;  // Offset of its partial states in the batch's state buffer.
   int64_t cost = 0;
 };
 
-// A (query, KV head) whose partial states [first_state, + parts * stride) are merged into out.
+// A (query, KV head) whose partial states first_state + j * part_stride (j < parts) are merged
+// into out.
 struct MergeTask {
   int64_t first_state = 0;
+  int64_t part_stride = 0;
   int parts = 0;
   float* out = nullptr;  // [group][dv] of the query's output.
 };
@@ -55,71 +96,59 @@ struct BatchPlan {
   std::vector<float> states;
 };
 
-// Appends `q`'s items and their merge tasks. Partial states are laid out KV head major
-// (partitions ascending, what Merge reads); the items themselves are ordered partition major
-// (all KV heads of partition j, then j + 1), so that consecutive items -- on one thread -- read
-// neighbouring rows of the same blocks: a paged block holds every KV head's rows of its 16
-// positions, and the lines the hardware prefetchers fetch past one head's run are the next
-// head's, used while they are still in cache. (Execution order never changes a result.)
+// Appends `q`'s items and their merge tasks. The query's partial states are laid out partition
+// major ([partition][KV head]), as are its items (the KV heads of partition j, then j + 1): an
+// item's KV heads' states are adjacent, as the kernel writes them.
 void PlanQuery(const KvLayerView& kv, const AttentionQuery& q, int32_t qi, int n_heads, float scale,
-               BatchPlan* plan, int64_t* state_floats) {
-  const size_t first_item = plan->items.size();
+               int heads_per_item, BatchPlan* plan, int64_t* state_floats) {
   const int group = n_heads / kv.num_kv_heads;
+  const int heads = kv.num_kv_heads;
   const int64_t stride = int64_t(PartialStateFloats(group, kv.head_dim_v));
-  const VisibleRange r = VisiblePositions(kv, q.pos);
-  const int64_t ranges[2][2] = {{0, r.sinks}, {r.lo, q.pos + 1}};
-  const int64_t first_part = r.sinks > 0 ? 0 : r.lo / kPartitionPositions;
-  const int64_t last_part = q.pos / kPartitionPositions;
-  for (int kh = 0; kh < kv.num_kv_heads; ++kh) {
-    MergeTask merge{*state_floats, 0, q.out + size_t(kh) * size_t(group) * size_t(kv.head_dim_v)};
-    for (int64_t j = first_part; j <= last_part; ++j) {
-      const int64_t p0 = j * kPartitionPositions, p1 = p0 + kPartitionPositions;
-      PlannedItem it;
-      it.item.block_table = q.block_table;
-      it.item.q = q.q + size_t(kh) * size_t(group) * size_t(kv.head_dim_k);
+  const PartRange pr = PartitionsOf(kv, q);
+  const int64_t first_state = *state_floats;
+  int parts = 0;
+  for (int64_t j = pr.first; j <= pr.last; ++j) {
+    const int64_t p0 = j * kPartitionPositions, p1 = p0 + kPartitionPositions;
+    PlannedItem it;
+    it.item.block_table = q.block_table;
+    it.item.group = group;
+    it.item.scale = scale;
+    int64_t count = 0;
+    for (int k = 0; k < 2; ++k) {
+      it.item.begin[k] = std::max(pr.ranges[k][0], p0);
+      it.item.end[k] = std::max(it.item.begin[k], std::min(pr.ranges[k][1], p1));
+      count += it.item.end[k] - it.item.begin[k];
+    }
+    if (count == 0) continue;  // A partition between the sinks and the window.
+    it.query = qi;
+    for (int kh = 0; kh < heads; kh += heads_per_item) {
       it.item.kv_head = kh;
-      it.item.group = group;
-      it.item.scale = scale;
-      int64_t count = 0;
-      for (int k = 0; k < 2; ++k) {
-        it.item.begin[k] = std::max(ranges[k][0], p0);
-        it.item.end[k] = std::max(it.item.begin[k], std::min(ranges[k][1], p1));
-        count += it.item.end[k] - it.item.begin[k];
-      }
-      if (count == 0) continue;  // A partition between the sinks and the window.
-      it.query = qi;
-      it.state = *state_floats;
-      it.cost = count + kItemOverhead;
-      *state_floats += stride;
-      ++merge.parts;
+      it.item.kv_heads = std::min(heads_per_item, heads - kh);
+      it.item.q = q.q + size_t(kh) * size_t(group) * size_t(kv.head_dim_k);
+      it.state = first_state + (int64_t(parts) * heads + kh) * stride;
+      it.cost = count * it.item.kv_heads + kItemOverhead;
       plan->items.push_back(it);
     }
-    plan->merges.push_back(merge);
+    ++parts;
   }
-  // Every KV head has the same partitions (they depend on positions only): transpose the
-  // [head][part] items to [part][head].
-  const size_t heads = size_t(kv.num_kv_heads);
-  const size_t parts = (plan->items.size() - first_item) / heads;
-  thread_local std::vector<PlannedItem> by_head;
-  by_head.assign(plan->items.begin() + long(first_item), plan->items.end());
-  for (size_t h = 0; h < heads; ++h) {
-    for (size_t j = 0; j < parts; ++j)
-      plan->items[first_item + j * heads + h] = by_head[h * parts + j];
+  *state_floats += int64_t(parts) * heads * stride;
+  for (int kh = 0; kh < heads; ++kh) {
+    plan->merges.push_back({first_state + kh * stride, heads * stride, parts,
+                            q.out + size_t(kh) * size_t(group) * size_t(kv.head_dim_v)});
   }
 }
 
 // out[g][d] = sum_j acc_j[g][d] w_j / sum_j l_j[g] w_j, w_j = e^(m_j[g] - max_j m_j[g]), over the
 // parts in ascending order (one part: acc / l).
 void Merge(const MergeTask& t, const float* states, int group, int dv) {
-  const size_t stride = PartialStateFloats(group, dv);
+  const auto part = [&](int j) { return states + size_t(t.first_state + j * t.part_stride); };
   for (int g = 0; g < group; ++g) {
     float mx = -std::numeric_limits<float>::infinity();
-    for (int j = 0; j < t.parts; ++j)
-      mx = std::max(mx, states[size_t(t.first_state) + j * stride + size_t(g)]);
+    for (int j = 0; j < t.parts; ++j) mx = std::max(mx, part(j)[g]);
     float* out = t.out + size_t(g) * size_t(dv);
     float sum = 0;
     for (int j = 0; j < t.parts; ++j) {
-      const float* st = states + size_t(t.first_state) + j * stride;
+      const float* st = part(j);
       const float w = std::exp(st[g] - mx);
       sum += st[group + g] * w;
       const float* acc = st + 2 * size_t(group) + size_t(g) * size_t(dv);
@@ -185,6 +214,17 @@ void PagedAttentionBatch(const KvLayerView& kv, std::span<const AttentionQuery> 
   PagedAttentionBatchWith(DefaultAttentionKernels(), kv, queries, n_heads, scale, pool);
 }
 
+int PlannedKvHeadsPerItem(const AttentionKernels& kernels, const KvLayerView& kv,
+                          std::span<const AttentionQuery> queries, ThreadPool* pool) {
+  if (kernels.kv_heads_per_item > 0) return std::min(kernels.kv_heads_per_item, kv.num_kv_heads);
+  int64_t partitions = 0;
+  for (const AttentionQuery& q : queries) {
+    const PartRange pr = PartitionsOf(kv, q);
+    partitions += pr.last - pr.first + 1;
+  }
+  return HeadsPerItem(kv, partitions, pool == nullptr ? 1 : pool->num_threads());
+}
+
 void PagedAttentionBatchWith(const AttentionKernels& kernels, const KvLayerView& kv,
                              std::span<const AttentionQuery> queries, int n_heads, float scale,
                              ThreadPool* pool) {
@@ -195,9 +235,10 @@ void PagedAttentionBatchWith(const AttentionKernels& kernels, const KvLayerView&
   thread_local std::vector<int64_t> prefix;
   plan.items.clear();
   plan.merges.clear();
+  const int heads_per_item = PlannedKvHeadsPerItem(kernels, kv, queries, pool);
   int64_t state_floats = 0;
   for (size_t i = 0; i < queries.size(); ++i) {
-    PlanQuery(kv, queries[i], int32_t(i), n_heads, scale, &plan, &state_floats);
+    PlanQuery(kv, queries[i], int32_t(i), n_heads, scale, heads_per_item, &plan, &state_floats);
   }
   if (plan.states.size() < size_t(state_floats)) plan.states.resize(size_t(state_floats));
   float* states = plan.states.data();

@@ -49,11 +49,12 @@ VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos);
 // used (may be nullptr); kept so existing callers compile. Same code path and bits as a
 // one-query PagedAttentionBatch without a pool.
 //
-// How it runs (attention_kernel.h, paged_attention.cc): one fused single pass per (query, KV
-// head, partition of 2048 positions): each K and V row is read once for all query heads of its KV
-// head, dequantized in registers, with an online softmax per chunk of 64 positions (int8 KV on
-// AVX512_VNNI CPUs: int16 dot products, attention_vnni.h); the partitions' partial softmax states
-// are merged in ascending order.
+// How it runs (attention_kernel.h, paged_attention.cc): one fused single pass per (query, run of
+// KV heads, partition of 2048 positions), the item's KV heads taken in turn per chunk of 64
+// positions: each K and V row is read once for all query heads of its KV head, dequantized in
+// registers, with an online softmax per chunk (int8 KV on AVX2 and AVX-512 CPUs: int16 dot
+// products, attention_int16.h); the partitions' partial softmax states are merged in ascending
+// order.
 void PagedAttention(const KvLayerView& kv, std::span<const int32_t> block_table, const float* q,
                     int n_heads, int64_t pos, float scale, float* out, float* scratch);
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "attention/paged_attention.h"
@@ -20,11 +21,17 @@ struct Timing {
   double seconds = 0;
 };
 
-// One measured variant of a sweep point: a layer (its layout) and the kernels (their prefetch).
+// One measured variant of a sweep point: a layer (its layout) and the kernels (their setting).
 struct Variant {
   const SyntheticKvLayer* layer;
   AttentionKernels kernels;
 };
+
+// The decode query of `v` at `copy` (position context - 1).
+AttentionQuery QueryOf(const Variant& v, int64_t copy, const float* q, float* out) {
+  const SyntheticKvLayer& layer = *v.layer;
+  return {layer.block_table(int(copy % layer.spec().copies)), q, layer.spec().context - 1, out};
+}
 
 // Times PagedAttentionBatch for one decode query at position context - 1 with every variant,
 // their calls alternating one by one (so that a slow spell of the machine falls on all of them
@@ -42,10 +49,9 @@ std::vector<Timing> TimeAttention(const std::vector<Variant>& variants, int n_he
   for (float& x : q) x = normal(rng);
   const float scale = 1.0f / std::sqrt(float(spec.head_dim));
   auto call = [&](const Variant& v, int64_t i) {
-    const SyntheticKvLayer& layer = *v.layer;
-    const AttentionQuery query{layer.block_table(int(i % layer.spec().copies)), q.data(),
-                               spec.context - 1, out.data()};
-    PagedAttentionBatchWith(v.kernels, layer.view(), std::span(&query, 1), n_heads, scale, &pool);
+    const AttentionQuery query = QueryOf(v, i, q.data(), out.data());
+    PagedAttentionBatchWith(v.kernels, v.layer->view(), std::span(&query, 1), n_heads, scale,
+                            &pool);
   };
   int warmup = 0;
   for (const Variant& v : variants) {
@@ -93,18 +99,22 @@ Result<SyntheticKvLayer> BuildLayer(const AttentionBenchOptions& o, KvDtype dtyp
   return SyntheticKvLayer::Build(spec);
 }
 
-// The row of `layer` at prefetch `level` from its timing, the read bandwidth measured after it,
-// and the compute ceilings at the peaks measured with the same pool.
+// The row of variant `v` from its timing, the read bandwidth measured after it, and the compute
+// ceilings at the peaks measured with `pool`.
 AttentionBenchRow MakeRow(const AttentionBenchOptions& o, const Variant& v, const Timing& t,
-                          int threads, double row_bw, double fma_peak, double f16_fma_peak) {
+                          ThreadPool& pool, double row_bw, double fma_peak, double f16_fma_peak) {
   const SyntheticKvLayer& layer = *v.layer;
   const SyntheticKvSpec& spec = layer.spec();
   AttentionBenchRow row;
   row.kv_dtype = spec.dtype;
   row.context = spec.context;
-  row.threads = threads;
+  row.threads = pool.num_threads();
   row.layout = spec.layout;
   row.prefetch = v.kernels.prefetch;
+  row.item_heads = v.kernels.kv_heads_per_item;
+  const AttentionQuery query = QueryOf(v, 0, nullptr, nullptr);
+  row.kv_heads_per_item =
+      PlannedKvHeadsPerItem(v.kernels, layer.view(), std::span(&query, 1), &pool);
   row.block_size = layer.view().block_size;
   row.kernel = v.kernels.target_name;
   row.arithmetic = AttentionArithmetic(v.kernels, layer.view());
@@ -137,6 +147,11 @@ Status Validate(const AttentionBenchOptions& o) {
   if (o.n_heads < 1 || o.num_kv_heads < 1 || o.n_heads % o.num_kv_heads != 0) {
     return InvalidArgument("query heads must be a positive multiple of KV heads");
   }
+  for (int h : o.item_heads) {
+    if (h < 0 || h > o.num_kv_heads) {
+      return InvalidArgument("KV heads per item must be 0 (auto) .. the KV heads");
+    }
+  }
   if (o.rounds < 1 || o.rounds > 100) return InvalidArgument("rounds must be 1..100");
   if (!(o.min_seconds >= 0) || o.min_iterations < 1) {
     return InvalidArgument("the minimum time must be >= 0 and the minimum iterations >= 1");
@@ -144,15 +159,15 @@ Status Validate(const AttentionBenchOptions& o) {
   return Status::Ok();
 }
 
-// One pass over the sweep: every row, in the order dtype, context, layout, threads, prefetch
-// level, to keep(row). The layouts and prefetch levels of one (dtype, context, threads) point are
+// One pass over the sweep: every row, in the order dtype, context, layout, threads, setting, to
+// keep(row). The layouts and settings of one (dtype, context, threads) point are
 // timed together, their calls alternating (TimeAttention), and share the read bandwidth measured
 // after them. r holds the peaks measured per thread count.
 template <class Keep>
 Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
                  const std::vector<std::unique_ptr<ThreadPool>>& pools,
                  const ReadBandwidthProbe& probe, const Keep& keep) {
-  const size_t n_layouts = o.layouts.size(), n_levels = r.prefetch_levels.size();
+  const size_t n_layouts = o.layouts.size(), n_levels = r.settings.size();
   for (KvDtype dtype : o.kv_dtypes) {
     for (int64_t context : o.contexts) {
       std::vector<SyntheticKvLayer> layers;
@@ -160,11 +175,12 @@ Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
         KV_ASSIGN_OR_RETURN(SyntheticKvLayer layer, BuildLayer(o, dtype, context, layout));
         layers.push_back(std::move(layer));
       }
-      std::vector<Variant> variants;  // [layout][level]
+      std::vector<Variant> variants;  // [layout][setting]
       for (const SyntheticKvLayer& layer : layers) {
-        for (KvPrefetchLevel level : r.prefetch_levels) {
+        for (const AttentionBenchSetting& setting : r.settings) {
           AttentionKernels kernels = DefaultAttentionKernels();
-          kernels.prefetch = level;
+          kernels.prefetch = setting.prefetch;
+          kernels.kv_heads_per_item = setting.item_heads;
           variants.push_back({&layer, kernels});
         }
       }
@@ -177,7 +193,7 @@ Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
           for (size_t pi = 0; pi < n_levels; ++pi) {
             const size_t v = li * n_levels + pi;
             rows[(li * o.threads.size() + ti) * n_levels + pi] =
-                MakeRow(o, variants[v], t[v], pools[ti]->num_threads(), bw, r.fma_peak_gmacs[ti],
+                MakeRow(o, variants[v], t[v], *pools[ti], bw, r.fma_peak_gmacs[ti],
                         r.f16_fma_peak_gmacs[ti]);
           }
         }
@@ -190,13 +206,42 @@ Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
 
 }  // namespace
 
+bool AttentionBenchResult::varies_prefetch() const {
+  for (const AttentionBenchSetting& s : settings) {
+    if (s.prefetch != settings[0].prefetch) return true;
+  }
+  return false;
+}
+
+bool AttentionBenchResult::varies_item_heads() const {
+  for (const AttentionBenchSetting& s : settings) {
+    if (s.item_heads != settings[0].item_heads) return true;
+  }
+  return false;
+}
+
+std::string SettingLabel(const AttentionBenchResult& r, const AttentionBenchSetting& s) {
+  std::string label;
+  if (r.varies_prefetch()) label = "prefetch into " + std::string(KvPrefetchLevelName(s.prefetch));
+  if (r.varies_item_heads()) {
+    label += (label.empty() ? "" : ", ") + std::string("KV heads per item ") +
+             (s.item_heads == 0 ? std::string("auto") : std::to_string(s.item_heads));
+  }
+  return label;
+}
+
 Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
                                                const BenchProgress& progress) {
   KV_RETURN_IF_ERROR(Validate(o));
   AttentionBenchResult r;
   r.options = o;
-  r.prefetch_levels = o.prefetch_levels;
-  if (r.prefetch_levels.empty()) r.prefetch_levels.push_back(DefaultKvPrefetchLevel());
+  std::vector<KvPrefetchLevel> levels = o.prefetch_levels;
+  if (levels.empty()) levels.push_back(DefaultKvPrefetchLevel());
+  std::vector<int> item_heads = o.item_heads;
+  if (item_heads.empty()) item_heads.push_back(0);
+  for (KvPrefetchLevel level : levels) {
+    for (int heads : item_heads) r.settings.push_back({level, heads});
+  }
   // One pool per thread count for the whole run; the bandwidth of each, measured first (the
   // header's figures) and then again after every row (the row's), over one buffer.
   std::vector<std::unique_ptr<ThreadPool>> pools;
@@ -212,7 +257,7 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
     r.f16_fma_peak_gmacs.push_back(MeasureF16FmaPeakGmacs(*pools[ti]));
   }
   const int64_t per_round = int64_t(o.kv_dtypes.size() * o.contexts.size() * o.layouts.size() *
-                                    o.threads.size() * r.prefetch_levels.size());
+                                    o.threads.size() * r.settings.size());
   const int64_t total = per_round * o.rounds;
   int64_t done = 0;
   if (progress) progress(0, total);

@@ -20,6 +20,14 @@
 
 namespace kvengine {
 
+// One way of running the kernel that a sweep point is timed with: where it prefetches and how
+// many KV heads a work item takes.
+struct AttentionBenchSetting {
+  KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
+  int item_heads = 0;  // AttentionKernels::kv_heads_per_item: 0 = PagedAttentionBatch's choice.
+  bool operator==(const AttentionBenchSetting&) const = default;
+};
+
 struct AttentionBenchOptions {
   std::vector<int64_t> contexts = {1024, 4096, 16384, 32768};
   std::vector<KvDtype> kv_dtypes = {KvDtype::kF16, KvDtype::kBF16, KvDtype::kFp8E4M3,
@@ -28,6 +36,9 @@ struct AttentionBenchOptions {
   std::vector<KvLayout> layouts = {KvLayout::kPaged, KvLayout::kContiguous};
   // Where the kernel prefetches the KV ahead (attention_kernel.h); empty: this CPU's default.
   std::vector<KvPrefetchLevel> prefetch_levels;
+  // KV heads per work item (AttentionKernels::kv_heads_per_item, 0: PagedAttentionBatch's
+  // choice); empty: {0}.
+  std::vector<int> item_heads;
   // The shape: Llama-3-8B-like GQA.
   int n_heads = 32;
   int num_kv_heads = 8;
@@ -45,7 +56,7 @@ struct AttentionBenchOptions {
   static constexpr uint64_t kMinFootprintBytes = uint64_t{192} << 20;
   uint64_t footprint_bytes = BeyondLastLevelCacheBytes(kMinFootprintBytes);
   // Measured before the rows and again after the timing of each (dtype, context, threads)
-  // point, whose layouts and prefetch levels are timed together, their calls alternating
+  // point, whose layouts and settings are timed together, their calls alternating
   // (read_bw.row_min_seconds): a row's fraction is of the figure after its point.
   ReadBandwidthOptions read_bw;
   uint64_t seed = 1;
@@ -61,6 +72,9 @@ struct AttentionBenchOptions {
   static constexpr const char* kPrefetchHelp =
       "Where the kernel prefetches the KV ahead: auto (this CPU's default: l1 where the L1 data "
       "cache holds >= 48 KiB, else l2), l1, l2";
+  static constexpr const char* kItemHeadsHelp =
+      "KV heads per work item: auto (PagedAttentionBatch's choice: all of them for paged blocks "
+      "whose per-head runs are short, else one), or a count";
   static constexpr const char* kMinTimeHelp = "Seconds to time each row at least";
   static constexpr const char* kRoundsHelp =
       "Passes over the whole sweep; each row reports its fastest pass (with that pass's read "
@@ -76,6 +90,8 @@ struct AttentionBenchRow {
   int threads = 1;
   KvLayout layout = KvLayout::kPaged;
   KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
+  int item_heads = 0;               // The setting asked for (0: auto) ...
+  int kv_heads_per_item = 0;        // ... and what the call planned (PlannedKvHeadsPerItem).
   int block_size = 0;               // 16 (paged) or the context (contiguous).
   std::string kernel;               // The attention kernel that ran (AttentionKernels).
   std::string arithmetic;           // "int16" or "f32" (AttentionArithmetic).
@@ -105,9 +121,16 @@ struct AttentionBenchResult {
   std::vector<double> fma_peak_gmacs;  // Per thread count: G f32 multiply-adds/s (fma_peak.h).
   // Per thread count: the same fed by f16 conversions (MeasureF16FmaPeakGmacs).
   std::vector<double> f16_fma_peak_gmacs;
-  std::vector<KvPrefetchLevel> prefetch_levels;  // As run: the options' or the default.
-  std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads, prefetch.
+  // As run: the options' prefetch levels (or the default) x their item heads (or auto),
+  // prefetch-major.
+  std::vector<AttentionBenchSetting> settings;
+  std::vector<AttentionBenchRow> rows;  // dtype-major, then context, layout, threads, setting.
+  bool varies_prefetch() const;    // Whether the settings have more than one prefetch level ...
+  bool varies_item_heads() const;  // ... or item heads.
 };
+
+// "prefetch into l2, KV heads per item 1": the parts of `s` that vary in the run (may be empty).
+std::string SettingLabel(const AttentionBenchResult& r, const AttentionBenchSetting& s);
 
 // progress(done, total) after each row (the rows of one dtype and context come together).
 Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& options,

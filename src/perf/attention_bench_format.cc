@@ -19,31 +19,32 @@ std::string Bytes(uint64_t b) {
 
 std::string ThreadsWord(int t) { return fmt::format("{} thread{}", t, t == 1 ? "" : "s"); }
 
-// Rows by (dtype, context, threads, layout) at one prefetch level.
+// Rows by (dtype, context, threads, layout) at one setting.
 using Key = std::tuple<KvDtype, int64_t, int, KvLayout>;
 std::map<Key, const AttentionBenchRow*> Index(const AttentionBenchResult& r,
-                                              KvPrefetchLevel level) {
+                                              const AttentionBenchSetting& setting) {
   std::map<Key, const AttentionBenchRow*> m;
   for (const AttentionBenchRow& row : r.rows) {
-    if (row.prefetch == level) m[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
+    if (row.prefetch == setting.prefetch && row.item_heads == setting.item_heads) {
+      m[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
+    }
   }
   return m;
 }
 
-// " (prefetch into l1)" when the run compared levels, else nothing.
-std::string LevelNote(const AttentionBenchResult& r, KvPrefetchLevel level) {
-  if (r.prefetch_levels.size() < 2) return "";
-  return fmt::format(" (prefetch into {})", KvPrefetchLevelName(level));
+// " (prefetch into l1)" when the run compared settings, else nothing.
+std::string SettingNote(const AttentionBenchResult& r, const AttentionBenchSetting& setting) {
+  const std::string label = SettingLabel(r, setting);
+  return label.empty() ? "" : " (" + label + ")";
 }
 
-// tokens/s with each later level over the first, per dtype, context, layout and threads.
-void AppendLevelRatios(const AttentionBenchResult& r, std::string* s) {
-  for (size_t i = 1; i < r.prefetch_levels.size(); ++i) {
-    const auto base = Index(r, r.prefetch_levels[0]);
-    const auto other = Index(r, r.prefetch_levels[i]);
-    *s += fmt::format("\nprefetch into {} / into {} (tokens/s):\n",
-                      KvPrefetchLevelName(r.prefetch_levels[i]),
-                      KvPrefetchLevelName(r.prefetch_levels[0]));
+// tokens/s with each later setting over the first, per dtype, context, layout and threads.
+void AppendSettingRatios(const AttentionBenchResult& r, std::string* s) {
+  const auto base = Index(r, r.settings[0]);
+  for (size_t i = 1; i < r.settings.size(); ++i) {
+    const auto other = Index(r, r.settings[i]);
+    *s += fmt::format("\n{} / {} (tokens/s):\n", SettingLabel(r, r.settings[i]),
+                      SettingLabel(r, r.settings[0]));
     *s += fmt::format("{:<9} {:>8} {:<10}", "kv_dtype", "context", "layout");
     for (int t : r.options.threads) *s += fmt::format(" {:>10}", ThreadsWord(t));
     *s += "\n";
@@ -109,9 +110,9 @@ void AppendFmaCeiling(const AttentionBenchResult& r, std::string* s) {
       "this run)\n";
 }
 
-void AppendPagedOverContiguous(const AttentionBenchResult& r, KvPrefetchLevel level,
+void AppendPagedOverContiguous(const AttentionBenchResult& r, const AttentionBenchSetting& setting,
                                std::string* s) {
-  const auto rows = Index(r, level);
+  const auto rows = Index(r, setting);
   std::string body;
   for (KvDtype d : r.options.kv_dtypes) {
     for (int64_t c : r.options.contexts) {
@@ -132,14 +133,15 @@ void AppendPagedOverContiguous(const AttentionBenchResult& r, KvPrefetchLevel le
   }
   if (body.empty()) return;
   *s += fmt::format("\npaged / contiguous (tokens/s; 1.00 = paging costs nothing){}:\n",
-                    LevelNote(r, level));
+                    SettingNote(r, setting));
   *s += fmt::format("{:<9} {:>8}", "kv_dtype", "context");
   for (int t : r.options.threads) *s += fmt::format(" {:>10}", ThreadsWord(t));
   *s += "\n" + body;
 }
 
-void AppendOverF16(const AttentionBenchResult& r, KvPrefetchLevel level, std::string* s) {
-  const auto rows = Index(r, level);
+void AppendOverF16(const AttentionBenchResult& r, const AttentionBenchSetting& setting,
+                   std::string* s) {
+  const auto rows = Index(r, setting);
   std::vector<KvDtype> others;
   for (KvDtype d : r.options.kv_dtypes) {
     if (d != KvDtype::kF16) others.push_back(d);
@@ -166,7 +168,7 @@ void AppendOverF16(const AttentionBenchResult& r, KvPrefetchLevel level, std::st
     *s += fmt::format(
         "\ntokens/s over f16 ({}){}; memory-bound attention would reach the KV bytes "
         "ratio:\n",
-        KvLayoutName(layout), LevelNote(r, level));
+        KvLayoutName(layout), SettingNote(r, setting));
     *s += fmt::format("{:>8} {:>8}", "context", "threads");
     for (KvDtype d : others) *s += fmt::format(" {:>9}", KvDtypeName(d));
     *s += fmt::format("\n{:>17}", "KV bytes ratio");
@@ -220,7 +222,7 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
     s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.read_bw_gb_per_s[i].second);
   }
-  s += ";\nthe layouts and prefetch levels of each dtype, context and thread count are timed "
+  s += ";\nthe layouts and settings of each dtype, context and thread count are timed "
        "together, their calls alternating, and their rows' fractions are of the bandwidth "
        "measured again right after them (read bw)";
   if (o.rounds > 1) {
@@ -238,29 +240,34 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
   s += "\nthe same fed by f16 conversions, one per 4 multiply-adds (f16 KV at GQA 4):";
   peaks(r.f16_fma_peak_gmacs);
   s += "\n" + KernelLine(r) + "\n\n";
-  s += fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10} {:>10} {:>8} {:>8} {:>10}\n",
-                   "kv_dtype", "context", "threads", "layout", "prefetch", "KV/token", "us/token",
-                   "tokens/s", "KV GB/s", "read bw", "of read bw");
+  s +=
+      fmt::format("{:<9} {:>8} {:>7} {:<10} {:>8} {:>10} {:>11} {:>10} {:>10} {:>8} {:>8} {:>10}\n",
+                  "kv_dtype", "context", "threads", "layout", "prefetch", "heads/item", "KV/token",
+                  "us/token", "tokens/s", "KV GB/s", "read bw", "of read bw");
   for (const AttentionBenchRow& row : r.rows) {
     s += fmt::format(
-        "{:<9} {:>8} {:>7} {:<10} {:>8} {:>11} {:>10.1f} {:>10.1f} {:>8.2f} {:>8.1f} {:>10.2f}\n",
+        "{:<9} {:>8} {:>7} {:<10} {:>8} {:>10} {:>11} {:>10.1f} {:>10.1f} {:>8.2f} {:>8.1f} "
+        "{:>10.2f}\n",
         KvDtypeName(row.kv_dtype), row.context, row.threads, KvLayoutName(row.layout),
-        KvPrefetchLevelName(row.prefetch), Bytes(row.kv_bytes_per_token), row.us_per_token,
-        row.tokens_per_s, row.kv_gb_per_s, row.read_bw_gb_per_s, row.fraction_of_read_bw);
+        KvPrefetchLevelName(row.prefetch), row.kv_heads_per_item, Bytes(row.kv_bytes_per_token),
+        row.us_per_token, row.tokens_per_s, row.kv_gb_per_s, row.read_bw_gb_per_s,
+        row.fraction_of_read_bw);
   }
-  for (KvPrefetchLevel level : r.prefetch_levels) AppendPagedOverContiguous(r, level, &s);
-  for (KvPrefetchLevel level : r.prefetch_levels) AppendOverF16(r, level, &s);
-  AppendLevelRatios(r, &s);
+  for (const AttentionBenchSetting& setting : r.settings) {
+    AppendPagedOverContiguous(r, setting, &s);
+  }
+  for (const AttentionBenchSetting& setting : r.settings) AppendOverF16(r, setting, &s);
+  AppendSettingRatios(r, &s);
   AppendFmaCeiling(r, &s);
   return s;
 }
 
 // Fields of each row: kv_dtype, context, threads, layout ("paged" | "contiguous"), prefetch
-// ("l1" | "l2"), block_size, kernel (e.g. "AVX2_I16"), arithmetic ("int16" | "f32"), rounds,
-// copies, n_heads, num_kv_heads, head_dim, iterations, seconds, kv_bytes_per_token,
-// us_per_token, tokens_per_s, kv_gb_per_s, read_bw_gb_per_s, fraction_of_read_bw,
-// fma_peak_gmacs_per_s, fma_ceiling_gb_per_s, f16_fma_peak_gmacs_per_s, and for f16 rows
-// f16_fma_ceiling_gb_per_s.
+// ("l1" | "l2"), item_heads ("auto" or the count asked for), kv_heads_per_item, block_size, kernel
+// (e.g. "AVX2_I16"), arithmetic ("int16" | "f32"), rounds, copies, n_heads, num_kv_heads, head_dim,
+// iterations, seconds, kv_bytes_per_token, us_per_token, tokens_per_s, kv_gb_per_s,
+// read_bw_gb_per_s, fraction_of_read_bw, fma_peak_gmacs_per_s, fma_ceiling_gb_per_s,
+// f16_fma_peak_gmacs_per_s, and for f16 rows f16_fma_ceiling_gb_per_s.
 std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const AttentionBenchRow& row : r.rows) {
@@ -270,6 +277,8 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["threads"] = row.threads;
     j["layout"] = std::string(KvLayoutName(row.layout));
     j["prefetch"] = std::string(KvPrefetchLevelName(row.prefetch));
+    j["item_heads"] = row.item_heads == 0 ? std::string("auto") : std::to_string(row.item_heads);
+    j["kv_heads_per_item"] = row.kv_heads_per_item;
     j["block_size"] = row.block_size;
     j["kernel"] = row.kernel;
     j["arithmetic"] = row.arithmetic;

@@ -5,8 +5,8 @@
 //      fraction on top, a dashed line at 0.75 (#6's goal for f16);
 //   2. (with f16 and another dtype) each other dtype's tokens/s over f16's, with a tick at f16's
 //      row bytes over the dtype's: the speed-up attention bound by memory would show.
-// Each bar's tooltip has its tokens/s and KV GB/s. Rows at the first prefetch level only (a
-// --prefetch comparison is in the text report).
+// Each bar's tooltip has its tokens/s and KV GB/s. Rows at the first setting only (a --prefetch
+// or --item-heads comparison is in the text report).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -139,12 +139,14 @@ std::string DrawSection(const AttentionBenchResult& r,
 
 std::string Format(const AttentionBenchResult& r) {
   const AttentionBenchOptions& o = r.options;
-  const KvPrefetchLevel level =
-      r.prefetch_levels.empty() ? DefaultKvPrefetchLevel() : r.prefetch_levels[0];
+  const AttentionBenchSetting first =
+      r.settings.empty() ? AttentionBenchSetting{DefaultKvPrefetchLevel(), 0} : r.settings[0];
   std::map<Key, const AttentionBenchRow*> rows;
   double max_fraction = 1.0, max_speedup = 1.0;
   for (const AttentionBenchRow& row : r.rows) {
-    if (row.prefetch == level) rows[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
+    if (row.prefetch == first.prefetch && row.item_heads == first.item_heads) {
+      rows[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
+    }
   }
   // tokens/s over f16 in the same (context, threads, layout); NaN without an f16 row.
   auto over_f16 = [&rows](const AttentionBenchRow& row) {

@@ -239,7 +239,7 @@ AttentionBenchResult FakeResult() {
   r.options.threads = {1, 2};
   r.read_bw_gb_per_s = {{1, 30.0}, {2, 60.0}};
   r.fma_peak_gmacs = {60.0, 120.0};
-  r.prefetch_levels = {KvPrefetchLevel::kL1};
+  r.settings = {{KvPrefetchLevel::kL1, 0}};
   for (KvDtype d : r.options.kv_dtypes) {
     for (int64_t c : r.options.contexts) {
       for (int t : r.options.threads) {
@@ -323,8 +323,41 @@ TEST(AttentionBenchTest, ComparesPrefetchLevels) {
   ASSERT_EQ(r->rows.size(), 2u);
   EXPECT_EQ(r->rows[0].prefetch, KvPrefetchLevel::kL1);
   EXPECT_EQ(r->rows[1].prefetch, KvPrefetchLevel::kL2);
-  EXPECT_NE(FormatAttentionBenchText(*r).find("prefetch into l2 / into l1"), std::string::npos);
+  EXPECT_NE(FormatAttentionBenchText(*r).find("prefetch into l2 / prefetch into l1"),
+            std::string::npos);
   EXPECT_NE(FormatAttentionBenchJson(*r).find("\"prefetch\": \"l2\""), std::string::npos);
+}
+
+// KV heads per item: auto and a count, one row each with what was planned, a ratio table, and
+// the settings in order (prefetch-major); a count above the KV heads is refused.
+TEST(AttentionBenchTest, ComparesItemHeads) {
+  AttentionBenchOptions o = QuickOptions();
+  o.contexts = {200};
+  o.kv_dtypes = {KvDtype::kF16};
+  o.threads = {1};
+  o.layouts = {KvLayout::kPaged, KvLayout::kContiguous};
+  o.n_heads = 8;
+  o.num_kv_heads = 4;
+  o.item_heads = {0, 1};
+  Result<AttentionBenchResult> r = RunAttentionBench(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->settings.size(), 2u);
+  ASSERT_EQ(r->rows.size(), 4u);  // [layout][setting]
+  EXPECT_EQ(r->rows[0].item_heads, 0);
+  EXPECT_EQ(r->rows[0].kv_heads_per_item, 4);  // Paged blocks of 16: short runs, one thread.
+  EXPECT_EQ(r->rows[1].item_heads, 1);
+  EXPECT_EQ(r->rows[1].kv_heads_per_item, 1);
+  EXPECT_EQ(r->rows[2].layout, KvLayout::kContiguous);
+  EXPECT_EQ(r->rows[2].kv_heads_per_item, 1);  // Whole-context runs: one head per item.
+  const std::string text = FormatAttentionBenchText(*r);
+  EXPECT_NE(text.find("KV heads per item 1 / KV heads per item auto"), std::string::npos);
+  EXPECT_EQ(text.find("prefetch into"), std::string::npos);
+  const std::string json = FormatAttentionBenchJson(*r);
+  EXPECT_NE(json.find("\"item_heads\": \"auto\""), std::string::npos);
+  EXPECT_NE(json.find("\"item_heads\": \"1\""), std::string::npos);
+  EXPECT_NE(json.find("\"kv_heads_per_item\": 4"), std::string::npos);
+  o.item_heads = {5};
+  EXPECT_FALSE(RunAttentionBench(o).ok());
 }
 
 }  // namespace
