@@ -286,6 +286,15 @@ TEST(AttentionKernelTest, BatchInvarianceAndLayoutInvariance) {
   }
 }
 
+// N(0, 1) queries for every position RunBatch runs of `c`.
+std::vector<float> RandomQueries(const Config& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
+  for (float& x : q) x = nd(rng);
+  return q;
+}
+
 // Prefetching into L1 or L2 changes when rows arrive, never what is computed: every target gives
 // the same bits with both levels (f16 and int8 paged over several partitions and a window).
 TEST(AttentionKernelTest, PrefetchLevelChangesNoBits) {
@@ -294,10 +303,7 @@ TEST(AttentionKernelTest, PrefetchLevelChangesNoBits) {
                           Config{KvDtype::kInt4, 4, 1, 64, 32, 700}}) {
     SCOPED_TRACE(Describe(c));
     const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 13);
-    std::mt19937 rng(7);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
-    for (float& x : q) x = nd(rng);
+    const std::vector<float> q = RandomQueries(c, 7);
     for (AttentionKernels k : AvailableAttentionKernels()) {
       SCOPED_TRACE(k.target_name);
       k.prefetch = KvPrefetchLevel::kL1;
@@ -321,10 +327,7 @@ TEST(AttentionKernelTest, KvHeadsPerItemChangeNoBits) {
         Config{KvDtype::kInt4, 8, 4, 64, 32, 700}, Config{KvDtype::kBF16, 12, 3, 40, 16, 300}}) {
     SCOPED_TRACE(Describe(c));
     const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 17);
-    std::mt19937 rng(3);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
-    for (float& x : q) x = nd(rng);
+    const std::vector<float> q = RandomQueries(c, 3);
     std::vector<AttentionKernels> kernels = AvailableAttentionKernels();
     kernels.push_back(ReferenceAttentionKernels());
     for (AttentionKernels k : kernels) {

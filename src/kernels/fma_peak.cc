@@ -93,14 +93,14 @@ FmaRun F16FmaChains(int64_t iterations, const uint16_t* codes) {
   const hn::ScalableTag<float> df;
   const size_t lanes = hn::Lanes(df);
   static_assert(kF16MacsPerConversion == 4);
-#if HWY_MAX_BYTES < 64
   auto acc = [&](int i) { return hn::Set(df, 1e-7f * float(i)); };
-  auto a0 = acc(0), a1 = acc(1), a2 = acc(2), a3 = acc(3), a4 = acc(4), a5 = acc(5), a6 = acc(6),
-       a7 = acc(7);
   const auto q0 = hn::Set(df, 0.25f), q1 = hn::Set(df, -0.5f), q2 = hn::Set(df, 0.125f),
              q3 = hn::Set(df, 1e-3f);
   const uint8_t* base = reinterpret_cast<const uint8_t*>(codes);
   size_t at = 0;
+#if HWY_MAX_BYTES < 64
+  auto a0 = acc(0), a1 = acc(1), a2 = acc(2), a3 = acc(3), a4 = acc(4), a5 = acc(5), a6 = acc(6),
+       a7 = acc(7);
   for (int64_t n = 0; n < iterations; ++n) {
     const auto k0 = DecodeF16(base + 2 * at);
     const auto k1 = DecodeF16(base + 2 * (at + lanes));
@@ -118,14 +118,9 @@ FmaRun F16FmaChains(int64_t iterations, const uint16_t* codes) {
                            hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
   return {double(iterations) * 8 * double(lanes), hn::GetLane(sum)};
 #else
-  auto acc = [&](int i) { return hn::Set(df, 1e-7f * float(i)); };
   auto a0 = acc(0), a1 = acc(1), a2 = acc(2), a3 = acc(3), a4 = acc(4), a5 = acc(5), a6 = acc(6),
        a7 = acc(7), a8 = acc(8), a9 = acc(9), a10 = acc(10), a11 = acc(11), a12 = acc(12),
        a13 = acc(13), a14 = acc(14), a15 = acc(15);
-  const auto q0 = hn::Set(df, 0.25f), q1 = hn::Set(df, -0.5f), q2 = hn::Set(df, 0.125f),
-             q3 = hn::Set(df, 1e-3f);
-  const uint8_t* base = reinterpret_cast<const uint8_t*>(codes);
-  size_t at = 0;
   for (int64_t n = 0; n < iterations; ++n) {
     const auto k0 = DecodeF16(base + 2 * at);
     const auto k1 = DecodeF16(base + 2 * (at + lanes));
