@@ -1,6 +1,7 @@
 // The SIMD item kernel of decode attention (attention_kernel.h), compiled once per Highway target.
 //
-// Per chunk of up to kAttentionChunk positions and per tile of up to 4 query heads of the group:
+// Per chunk of up to kAttentionChunk positions, per KV head of the item in turn (a unit: the
+// unit is also what is prefetched ahead), and per tile of up to 4 query heads of its group:
 //   1. Scores: K rows in micro-tiles of kScorePos positions; for each vector-wide slice of head_dim
 //      (two for int4), decode the slice of each row once (registers; the row decoders of
 //      attention_rows-inl.h) and multiply-add it into one accumulator per
@@ -48,13 +49,15 @@ constexpr int kPosTile = kAttentionPosTile;  // A chunk's rows are padded to a m
 // positions in L2 on Zen 3, 1 thread: 4.6 GB/s).
 constexpr int kScorePos = HWY_MAX_BYTES >= 64 ? 4 : 2;
 static_assert(kPosTile % kScorePos == 0);
-// Prefetch distance: while a chunk is computed, the rows of the chunk about kPrefetchBytes of KV
-// ahead (at least 1, at most kMaxPrefetchChunks chunks) are requested into L1 or L2
+// Prefetch distance: while a unit is computed, the rows of the unit about kPrefetchBytes of KV
+// ahead (at least 1, at most kMaxPrefetchChunks units) are requested into L1 or L2
 // (KvPrefetchLevel, attention_kernel.h). Measured on Zen 5 into L1 at 32k, d = 128, paged (block
 // 16, shuffled), 1 thread, chunks of 32: int8 8.9 ms per call with the next chunk only (8 KiB
 // ahead), 7.4 two chunks, 6.7-7.1 with 24-48 KiB; f16 flat within noise from 16 to 96 KiB. On
 // Zen 4 into L2, chunks of 64: 32-48 KiB best for both, 160 KiB 10-15% slower for f16. The
-// contiguous layout needs it too: without, 7.6 -> 14.5 ms f16 and 4.8 -> 6.2 ms int8.
+// contiguous layout needs it too: without, 7.6 -> 14.5 ms f16 and 4.8 -> 6.2 ms int8. (Those
+// were one-head items, whose units are chunks. With all 8 heads per item on Zen 3, 96 KiB was no
+// better than 48 for int8 and slower for f16, 2026-12-02.)
 constexpr size_t kPrefetchBytes = 48 << 10;
 constexpr int kMaxPrefetchChunks = 8;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
