@@ -226,12 +226,16 @@ bool AttentionBenchResult::varies_item_heads() const {
   return false;
 }
 
+std::string ItemHeadsName(int item_heads) {
+  return item_heads == 0 ? std::string("auto") : std::to_string(item_heads);
+}
+
 std::string SettingLabel(const AttentionBenchResult& r, const AttentionBenchSetting& s) {
   std::string label;
   if (r.varies_prefetch()) label = "prefetch into " + std::string(KvPrefetchLevelName(s.prefetch));
   if (r.varies_item_heads()) {
     label += (label.empty() ? "" : ", ") + std::string("KV heads per item ") +
-             (s.item_heads == 0 ? std::string("auto") : std::to_string(s.item_heads));
+             ItemHeadsName(s.item_heads);
   }
   return label;
 }

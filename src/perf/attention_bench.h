@@ -27,6 +27,8 @@ struct AttentionBenchSetting {
   int item_heads = 0;  // AttentionKernels::kv_heads_per_item: 0 = PagedAttentionBatch's choice.
   bool operator==(const AttentionBenchSetting&) const = default;
 };
+// "auto" for 0, else the count (the --item-heads spelling, and the JSON field's).
+std::string ItemHeadsName(int item_heads);
 
 struct AttentionBenchOptions {
   std::vector<int64_t> contexts = {1024, 4096, 16384, 32768};
@@ -92,6 +94,7 @@ struct AttentionBenchRow {
   KvPrefetchLevel prefetch = KvPrefetchLevel::kL1;
   int item_heads = 0;               // The setting asked for (0: auto) ...
   int kv_heads_per_item = 0;        // ... and what the call planned (PlannedKvHeadsPerItem).
+  AttentionBenchSetting setting() const { return {prefetch, item_heads}; }
   int block_size = 0;               // 16 (paged) or the context (contiguous).
   std::string kernel;               // The attention kernel that ran (AttentionKernels).
   std::string arithmetic;           // "int16" or "f32" (AttentionArithmetic).

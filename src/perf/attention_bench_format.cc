@@ -25,9 +25,7 @@ std::map<Key, const AttentionBenchRow*> Index(const AttentionBenchResult& r,
                                               const AttentionBenchSetting& setting) {
   std::map<Key, const AttentionBenchRow*> m;
   for (const AttentionBenchRow& row : r.rows) {
-    if (row.prefetch == setting.prefetch && row.item_heads == setting.item_heads) {
-      m[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
-    }
+    if (row.setting() == setting) m[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
   }
   return m;
 }
@@ -277,7 +275,7 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["threads"] = row.threads;
     j["layout"] = std::string(KvLayoutName(row.layout));
     j["prefetch"] = std::string(KvPrefetchLevelName(row.prefetch));
-    j["item_heads"] = row.item_heads == 0 ? std::string("auto") : std::to_string(row.item_heads);
+    j["item_heads"] = ItemHeadsName(row.item_heads);
     j["kv_heads_per_item"] = row.kv_heads_per_item;
     j["block_size"] = row.block_size;
     j["kernel"] = row.kernel;

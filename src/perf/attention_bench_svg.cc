@@ -144,9 +144,7 @@ std::string Format(const AttentionBenchResult& r) {
   std::map<Key, const AttentionBenchRow*> rows;
   double max_fraction = 1.0, max_speedup = 1.0;
   for (const AttentionBenchRow& row : r.rows) {
-    if (row.prefetch == first.prefetch && row.item_heads == first.item_heads) {
-      rows[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
-    }
+    if (row.setting() == first) rows[{row.kv_dtype, row.context, row.threads, row.layout}] = &row;
   }
   // tokens/s over f16 in the same (context, threads, layout); NaN without an f16 row.
   auto over_f16 = [&rows](const AttentionBenchRow& row) {
