@@ -5,6 +5,7 @@
 // batch composition), paged vs contiguous layout and the prefetch level, bit for bit.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <iostream>
@@ -374,6 +375,67 @@ TEST(AttentionKernelTest, PlansKvHeadsPerItem) {
 }
 
 // The default level follows the L1 data cache's size (attention_kernel.h).
+// ItemRowWalker::Next in chunks of any size yields the rows (and run starts) that per-position
+// address arithmetic gives: K and V data and scales of the item's first KV head, blocks of 1 / 5
+// / 16 rows, ranges that start and end mid-block, two ranges. (GCC 12.2 -O3 once miscompiled the
+// walk's four running pointer sums into K = V, docs/bench-attention.md.)
+TEST(AttentionKernelTest, RowWalkerYieldsEachPositionsRows) {
+  for (const KvDtype dtype : {KvDtype::kF16, KvDtype::kInt8}) {
+    for (const int block_size : {1, 5, 16}) {
+      KvShape shape;
+      shape.k_dtype = shape.v_dtype = dtype;
+      shape.num_kv_heads = 3;
+      shape.block_size = block_size;
+      const OwnedKv kv = MakeKv(shape, 300, 5);
+      const KvLayerView& v = kv.view;
+      for (const auto& [b0, e0, b1, e1] : {std::array<int64_t, 4>{0, 0, 0, 130},
+                                           {0, 3, 171, 290}, {37, 101, 0, 0}}) {
+        for (const int step : {1, 7, 64}) {
+          AttentionItem item;
+          item.block_table = kv.table;
+          item.kv_head = 2;
+          item.begin[0] = b0;
+          item.end[0] = e0;
+          item.begin[1] = b1;
+          item.end[1] = e1;
+          std::vector<int64_t> positions;
+          for (int64_t t = b0; t < e0; ++t) positions.push_back(t);
+          for (int64_t t = b1; t < e1; ++t) positions.push_back(t);
+          ItemRowWalker walk(v, item);
+          size_t i = 0;
+          while (walk.remaining() > 0) {
+            const int n = int(std::min<int64_t>(step, walk.remaining()));
+            std::vector<KvRowRefs> rows(static_cast<size_t>(n));
+            uint64_t starts = 0;
+            walk.Next(n, rows.data(), &starts);
+            for (int j = 0; j < n; ++j, ++i) {
+              const int64_t t = positions[i];
+              const uint8_t* block = v.pool + size_t(kv.table[size_t(t / block_size)]) *
+                                                  v.bytes_per_block;
+              const size_t row = 2 * size_t(block_size) + size_t(t % block_size);
+              const std::string where = "t " + std::to_string(t) + " step " +
+                                        std::to_string(step) + " block " +
+                                        std::to_string(block_size);
+              EXPECT_EQ(rows[size_t(j)].k_data, block + v.k_data + row * v.k_row_bytes) << where;
+              EXPECT_EQ(rows[size_t(j)].k_scale, block + v.k_scale + row * v.k_scale_bytes)
+                  << where;
+              EXPECT_EQ(rows[size_t(j)].v_data, block + v.v_data + row * v.v_row_bytes) << where;
+              EXPECT_EQ(rows[size_t(j)].v_scale, block + v.v_scale + row * v.v_scale_bytes)
+                  << where;
+              // A run starts at the chunk's first row and wherever the position does not follow
+              // the previous one in its block.
+              const bool start = j == 0 || t != positions[i - 1] + 1 ||
+                                 t / block_size != positions[i - 1] / block_size;
+              EXPECT_EQ(((starts >> j) & 1) != 0, start) << where;
+            }
+          }
+          EXPECT_EQ(i, positions.size());
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionKernelTest, DefaultPrefetchLevelFollowsL1Size) {
   const long l1 = L1DataCacheBytes();
   const KvPrefetchLevel want =
