@@ -388,8 +388,8 @@ TEST(AttentionKernelTest, RowWalkerYieldsEachPositionsRows) {
       shape.block_size = block_size;
       const OwnedKv kv = MakeKv(shape, 300, 5);
       const KvLayerView& v = kv.view;
-      for (const auto& [b0, e0, b1, e1] : {std::array<int64_t, 4>{0, 0, 0, 130},
-                                           {0, 3, 171, 290}, {37, 101, 0, 0}}) {
+      for (const auto& [b0, e0, b1, e1] :
+           {std::array<int64_t, 4>{0, 0, 0, 130}, {0, 3, 171, 290}, {37, 101, 0, 0}}) {
         for (const int step : {1, 7, 64}) {
           AttentionItem item;
           item.block_table = kv.table;
@@ -410,12 +410,11 @@ TEST(AttentionKernelTest, RowWalkerYieldsEachPositionsRows) {
             walk.Next(n, rows.data(), &starts);
             for (int j = 0; j < n; ++j, ++i) {
               const int64_t t = positions[i];
-              const uint8_t* block = v.pool + size_t(kv.table[size_t(t / block_size)]) *
-                                                  v.bytes_per_block;
+              const uint8_t* block =
+                  v.pool + size_t(kv.table[size_t(t / block_size)]) * v.bytes_per_block;
               const size_t row = 2 * size_t(block_size) + size_t(t % block_size);
-              const std::string where = "t " + std::to_string(t) + " step " +
-                                        std::to_string(step) + " block " +
-                                        std::to_string(block_size);
+              const std::string where = "t " + std::to_string(t) + " step " + std::to_string(step) +
+                                        " block " + std::to_string(block_size);
               EXPECT_EQ(rows[size_t(j)].k_data, block + v.k_data + row * v.k_row_bytes) << where;
               EXPECT_EQ(rows[size_t(j)].k_scale, block + v.k_scale + row * v.k_scale_bytes)
                   << where;
