@@ -123,7 +123,7 @@ class ItemRowWalker {
       new_run_ = false;
       // Row j of the run by a multiply: GCC 12.2 at -O3 vectorizes four running pointer sums
       // (r.k_data += ...; r.v_data += ...) wrongly, giving K the V rows' addresses (reduced case
-      // in docs/bench-attention.md, "A GCC 12 miscompile").
+      // in docs/bench-attention.md, "Where the in-cache time goes on AVX2").
       const KvRowRefs r = row_;
       const auto at = [&](size_t j) {
         return KvRowRefs{r.k_data + j * kv_.k_row_bytes, r.k_scale + j * kv_.k_scale_bytes,
