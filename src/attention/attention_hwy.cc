@@ -376,7 +376,7 @@ class UnitRows {
       n_ = int(std::min<int64_t>(kChunk, walk_.remaining()));
       walk_.Next(n_, base_, &starts_);
     }
-    for (int t = 0; t < n_; ++t) rows[t] = ShiftHeads(base_[t], stride_, size_t(head_));
+    for (int t = 0; t < n_; ++t) rows[t] = Advance(base_[t], stride_, size_t(head_));
     *run_starts = starts_;
     head_ = head_ + 1 == heads_ ? 0 : head_ + 1;
     return n_;
@@ -384,7 +384,7 @@ class UnitRows {
 
  private:
   ItemRowWalker walk_;
-  KvHeadStride stride_;
+  KvRowStrides stride_;  // HeadStride
   int heads_;
   int head_ = 0;  // The KV head (of the item's) of the next unit.
   int n_ = 0;     // Rows of the current chunk.

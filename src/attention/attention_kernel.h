@@ -71,20 +71,24 @@ struct KvRowRefs {
   const uint8_t* v_scale;
 };
 
-// How far the rows of KV head h + 1 lie from the same positions' rows of head h, in bytes: within
-// a block the heads' runs of block_size rows follow one another (paged_attention.h).
-struct KvHeadStride {
+// Byte strides of the four addresses of a KvRowRefs, and the references j strides on.
+struct KvRowStrides {
   size_t k_data, k_scale, v_data, v_scale;
 };
-inline KvHeadStride HeadStride(const KvLayerView& kv) {
+inline KvRowRefs Advance(const KvRowRefs& r, const KvRowStrides& s, size_t j) {
+  return {r.k_data + j * s.k_data, r.k_scale + j * s.k_scale, r.v_data + j * s.v_data,
+          r.v_scale + j * s.v_scale};
+}
+// From one position's rows to the next position's within a block ...
+inline KvRowStrides RowStride(const KvLayerView& kv) {
+  return {kv.k_row_bytes, kv.k_scale_bytes, kv.v_row_bytes, kv.v_scale_bytes};
+}
+// ... and from KV head h's rows to the same positions' rows of head h + 1: within a block the
+// heads' runs of block_size rows follow one another (paged_attention.h).
+inline KvRowStrides HeadStride(const KvLayerView& kv) {
   const size_t rows = size_t(kv.block_size);
   return {rows * kv.k_row_bytes, rows * kv.k_scale_bytes, rows * kv.v_row_bytes,
           rows * kv.v_scale_bytes};
-}
-// The rows of the same position j KV heads on.
-inline KvRowRefs ShiftHeads(const KvRowRefs& r, const KvHeadStride& s, size_t j) {
-  return {r.k_data + j * s.k_data, r.k_scale + j * s.k_scale, r.v_data + j * s.v_data,
-          r.v_scale + j * s.v_scale};
 }
 
 // Walks an item's visible positions in ascending order, yielding the row addresses of its first
@@ -125,12 +129,9 @@ class ItemRowWalker {
       // (r.k_data += ...; r.v_data += ...) wrongly, giving K the V rows' addresses (reduced case
       // in docs/bench-attention.md, "Where the in-cache time goes on AVX2").
       const KvRowRefs r = row_;
-      const auto at = [&](size_t j) {
-        return KvRowRefs{r.k_data + j * kv_.k_row_bytes, r.k_scale + j * kv_.k_scale_bytes,
-                         r.v_data + j * kv_.v_row_bytes, r.v_scale + j * kv_.v_scale_bytes};
-      };
-      for (int j = 0; j < m; ++j) refs[i + j] = at(size_t(j));
-      row_ = at(size_t(m));
+      const KvRowStrides stride = RowStride(kv_);
+      for (int j = 0; j < m; ++j) refs[i + j] = Advance(r, stride, size_t(j));
+      row_ = Advance(r, stride, size_t(m));
       i += m;
       t_ += m;
       slot_ += m;
