@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "base/check.h"
+#include "base/checked_math.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -108,18 +109,23 @@ HWY_INLINE VF DecodeQ8(const uint8_t* q, VF d) {
 // ------------------------------ tiles: out[r][t] = dot(row r, token t), R rows x T tokens.
 
 // Where a tile's loop prefetches: nowhere (its rows are in cache already), kPrefetchBytes ahead
-// along its own rows (they stream from memory), or along other rows (the next panel's, loaded
-// into cache while this pass computes from cache). pf[r] is the address prefetched with row r's
-// first vector; later vectors prefetch at the same offset from it.
+// along its own rows (they stream from memory), or a span of other bytes (its share of the next
+// panel, loaded into cache while this pass computes from cache), spread evenly over its loop.
 enum class Prefetch { kNone, kAhead, kOther };
+
+// The bytes [begin, begin + bytes) that a tile prefetches (Prefetch::kOther).
+struct PrefetchSpan {
+  const uint8_t* begin = nullptr;
+  size_t bytes = 0;
+};
 
 template <class W>
 struct FloatTile {
   // The T tokens' activations are packed by PackTokenTile at xp. The weights of each vector are
   // decoded first, then each token's vector is loaded once and used by the R rows.
   template <size_t R, size_t T, Prefetch P>
-  static void Run(const uint8_t* const* rows, const uint8_t* const* pf, const float* xp,
-                  size_t cols, float (&out)[R][T]) {
+  static void Run(const uint8_t* const* rows, PrefetchSpan span, const float* xp, size_t cols,
+                  float (&out)[R][T]) {
     const DF df;
     const size_t lanes = hn::Lanes(df);
     VF acc[R][T];
@@ -127,11 +133,23 @@ struct FloatTile {
       for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
     }
     const size_t full = cols / lanes;
+    // Prefetch::kOther: kSpanPrefetches addresses per vector, evenly spaced over the span. A
+    // tile's span is at most R rows' bytes (TokenTileOverRows), so with columns a multiple of the
+    // lanes the addresses are at most 64 bytes apart and touch every line of it.
+    constexpr size_t kSpanPrefetches = (R * hn::MaxLanes(DF()) * W::kBytes + 63) / 64;
+    const size_t pf_stride = CeilDiv(span.bytes, std::max<size_t>(1, full * kSpanPrefetches));
     for (size_t v = 0; v < full; ++v, xp += T * lanes) {
       const size_t c = v * lanes;
+      if constexpr (P == Prefetch::kOther) {
+        for (size_t j = 0; j < kSpanPrefetches; ++j) {
+          hwy::Prefetch(span.begin + (v * kSpanPrefetches + j) * pf_stride);
+        }
+      }
       VF wv[R];
       for (size_t r = 0; r < R; ++r) {
-        if constexpr (P != Prefetch::kNone) hwy::Prefetch(pf[r] + c * W::kBytes);
+        if constexpr (P == Prefetch::kAhead) {
+          hwy::Prefetch(rows[r] + kPrefetchBytes + c * W::kBytes);
+        }
         wv[r] = W::Decode(rows[r] + c * W::kBytes);
       }
       for (size_t t = 0; t < T; ++t) {
@@ -201,34 +219,35 @@ HWY_INLINE size_t TileRows(const WeightView& w, int64_t r0, int64_t row_end,
 }
 
 // One token tile's pass over rows [row_begin, row_end) in tiles of R: tokens [t, t + T), packed
-// at xp. With P == kOther, the row tiles k with k % shares == share (k counted from row_begin)
-// prefetch the same rows of the panel that starts at next_panel (clamped to row_end_all); the
-// others prefetch nothing.
+// at xp. With P == kOther, row tile k (counted from row_begin) prefetches chunk share * tiles + k
+// of the panel that starts at next_panel, cut into shares x tiles equal chunks: the `shares`
+// passes over this panel together prefetch all of the next one, each tile an equal part.
 template <class Tile, size_t R, size_t T, Prefetch P>
 HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t t,
                                   int64_t row_begin, int64_t row_end, int64_t next_panel,
                                   int64_t row_end_all, float* y, int64_t share, int64_t shares,
                                   int64_t t_end) {
   const size_t cols = static_cast<size_t>(w.cols);
+  // Prefetch::kOther: the next panel (contiguous rows [next_panel, next_panel + this panel's
+  // height), clamped to row_end_all) in shares x tiles equal chunks, chunk share * tiles + k for
+  // row tile k of this pass.
+  const size_t height = static_cast<size_t>(row_end - row_begin);
+  const size_t tiles = CeilDiv(height, R);
+  const size_t next_rows =
+      std::min(height, static_cast<size_t>(std::max<int64_t>(0, row_end_all - next_panel)));
+  const uint8_t* next_begin = w.data + static_cast<size_t>(next_panel) * w.row_bytes;
+  const size_t chunk = CeilDiv(next_rows * w.row_bytes, static_cast<size_t>(shares) * tiles);
   for (int64_t r0 = row_begin, k = 0; r0 < row_end; r0 += static_cast<int64_t>(R), ++k) {
     const uint8_t* rows[R];
     const size_t valid = TileRows<R>(w, r0, row_end, rows);
-    const uint8_t* pf[R];
-    for (size_t r = 0; r < R; ++r) {
-      if constexpr (P == Prefetch::kAhead) pf[r] = rows[r] + kPrefetchBytes;
-      if constexpr (P == Prefetch::kOther) {
-        const int64_t next =
-            std::min(next_panel + (r0 - row_begin) + static_cast<int64_t>(r), row_end_all - 1);
-        pf[r] = w.data + static_cast<size_t>(next) * w.row_bytes;
-      }
-      if constexpr (P == Prefetch::kNone) pf[r] = nullptr;
+    PrefetchSpan span;
+    if constexpr (P == Prefetch::kOther) {
+      span.bytes = chunk;
+      span.begin =
+          next_begin + (static_cast<size_t>(share) * tiles + static_cast<size_t>(k)) * chunk;
     }
     float out[R][T];
-    if (P == Prefetch::kOther && k % shares != share) {
-      Tile::template Run<R, T, Prefetch::kNone>(rows, pf, xp, cols, out);
-    } else {
-      Tile::template Run<R, T, P>(rows, pf, xp, cols, out);
-    }
+    Tile::template Run<R, T, P>(rows, span, xp, cols, out);
     // A padded tail tile's tokens past t_end are computed on zeros and not written.
     const size_t tokens = static_cast<size_t>(std::min<int64_t>(T, t_end - t));
     for (size_t i = 0; i < tokens; ++i) {
@@ -295,13 +314,18 @@ HWY_INLINE void WithTileShape(size_t s, const F& f) {
 // of the panel's rows; xp holds the block's tokens packed, tile by tile (tile i at
 // start[i] * vectors * lanes). The call's first panel comes from memory in its first pass
 // (prefetching ahead along its rows); every other pass finds its panel in L2. The passes share
-// the prefetch of the next panel, [row_end, row_end_all): pass i of the `shares` that take part
-// prefetches the next panel's rows for every shares-th row tile, so the memory streams the next
-// panel while all of this one's passes compute. Alternated with the previous schedule (the last
-// pass alone prefetching the next panel; a single pass only its own rows, 1 KiB ahead) in one
-// process on Zen 4 (F16, 2048 rows, best of each): 4 and 6 tokens 46 -> 69 and 61 -> 89 GFLOPS
-// with 1 thread (82 -> 114, 108 -> 162 with 2); 8 tokens 64 -> 74; 16 tokens 88 -> 91; 40-80
-// tokens 1-3% faster (kernels_bench, BENCHMARKS.md).
+// the prefetch of the next panel, [row_end, row_end_all): every row tile of the `shares` passes
+// that take part prefetches an equal chunk of it, spread over its loop, so the memory streams the
+// next panel evenly while all of this one's passes compute. Alternated with the previous schedule
+// (the last pass alone prefetching the next panel; a single pass only its own rows, 1 KiB ahead)
+// in one process on Zen 4 (F16, 2048 rows, best of each): 4 and 6 tokens 46 -> 69 and 61 -> 89
+// GFLOPS with 1 thread (82 -> 114, 108 -> 162 with 2); 8 tokens 64 -> 74; 16 tokens 88 -> 91;
+// 40-80 tokens 1-3% faster (kernels_bench, BENCHMARKS.md). Spreading the prefetch over every
+// tile, instead of whole rows of the next panel in every shares-th row tile (which then waited on
+// memory: in perf those tiles took 1.4x the time of the others), on Zen 3 (AVX2, 2048 x 2048,
+// same process, old / new): 16 tokens 38.9-39.9 / 43.1-44.3 G multiply-adds/s with 1 thread,
+// 77-78 / 82.7-83.8 with 2; 6 tokens 30.2-30.6 / 32.7-34.7; 80 tokens 2-3% faster; 4 tokens (one
+// pass, the whole next panel) unchanged. `bench decode` batch 16: 97.8-99.5 -> 105.4-107.9 tok/s.
 template <class Tile>
 HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTilePlan& plan,
                             int64_t row_begin, int64_t row_end, int64_t row_end_all, float* y,
@@ -398,7 +422,7 @@ HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_b
       rows[s] = w.data + static_cast<size_t>(index[std::min(s, valid - 1)]) * w.row_bytes;
     }
     float out[S][T];
-    Tile::template Run<S, T, Prefetch::kNone>(rows, rows, xp, cols, out);
+    Tile::template Run<S, T, Prefetch::kNone>(rows, PrefetchSpan(), xp, cols, out);
     for (size_t s = 0; s < valid; ++s) {
       for (size_t i = 0; i < T; ++i) y[static_cast<int64_t>(i) * w.rows + index[s]] = out[s][i];
     }
