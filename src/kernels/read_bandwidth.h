@@ -1,8 +1,10 @@
 // The machine's streaming read bandwidth, measured the way a memory-bound decode step reads:
 // every thread of a pool sums its contiguous share of a buffer far larger than the last-level
-// cache, as kReadStreams runs read side by side. Benchmarks report their bytes/s as a fraction of
-// this figure measured in the same run (kernels_bench's BM_ReadBandwidth, `kvengine bench
-// attention`, `kvengine bench decode`).
+// cache, as kReadStreams runs read side by side, with the widest vectors the CPU has (whatever
+// kernel target a benchmark forces: the figure is the machine's, and a narrow sum is bound by its
+// own instructions). Benchmarks report their bytes/s as a fraction of this figure measured in the
+// same run (kernels_bench's BM_ReadBandwidth, `kvengine bench attention`, `kvengine bench
+// decode`).
 #pragma once
 
 #include <cstddef>
