@@ -82,14 +82,19 @@ size_t StreamingReadWords(size_t words, int parts) {
 uint64_t StreamingReadPass(ThreadPool& pool, std::span<const uint64_t> words) {
   const int64_t parts = pool.num_threads();
   const int64_t share = int64_t(StreamingReadWords(words.size(), int(parts))) / parts;
-  const int64_t run = share / kReadStreams;  // A multiple of kReadLineWords.
   const uint64_t* buf = words.data();
   // sums: [parts][8]; one cache line per part so that threads never write the same line.
   std::vector<uint64_t> sums(static_cast<size_t>(parts) * 8);
   pool.ParallelFor(parts, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
-      const uint64_t* runs = buf + share * part;
-      const uint64_t total = HWY_DYNAMIC_DISPATCH(SumRuns)(runs, run);
+      // Blocks of kReadStreams runs of kReadBlockRunWords (the last block's runs shorter).
+      const uint64_t* share_begin = buf + share * part;
+      uint64_t total = 0;
+      for (int64_t done = 0; done < share;) {
+        const int64_t run = std::min<int64_t>(kReadBlockRunWords, (share - done) / kReadStreams);
+        total += HWY_DYNAMIC_DISPATCH(SumRuns)(share_begin + done, run);
+        done += run * kReadStreams;
+      }
       sums[static_cast<size_t>(part) * 8] = total;
     }
   });

@@ -1,6 +1,7 @@
 // StreamingReadPass reads exactly the words StreamingReadWords promises, whatever the thread
-// count (its sum is their sum), and MeasureReadBandwidthGBs gives a finite, positive rate or a
-// clear error for a buffer too small to split. Not a benchmark: the rate is printed, not judged.
+// count and however many blocks of runs a thread's share takes (its sum is their sum), and
+// MeasureReadBandwidthGBs gives a finite, positive rate or a clear error for a buffer too small to
+// split. Not a benchmark: the rate is printed, not judged.
 #include "kernels/read_bandwidth.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +28,9 @@ TEST(ReadBandwidthTest, StreamingReadWordsRoundsEachThreadsShareDownToWholeStrea
 
 TEST(ReadBandwidthTest, PassSumsExactlyTheWordsItReads) {
   std::mt19937_64 rng(7);
-  for (const size_t n : {size_t{64}, size_t{1000}, size_t{4096}, size_t{12345}}) {
+  // The last size spans several blocks of runs per thread, the last block shorter.
+  const size_t blocks = 5 * size_t(kReadStreams) * size_t(kReadBlockRunWords) + 12345;
+  for (const size_t n : {size_t{64}, size_t{1000}, size_t{4096}, size_t{12345}, blocks}) {
     std::vector<uint64_t> words(n);
     for (uint64_t& w : words) w = rng();
     for (const int threads : {1, 2, 3}) {
