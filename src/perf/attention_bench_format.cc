@@ -213,9 +213,10 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
       "context, through PagedAttentionBatch.\n"
       "paged: blocks of {} tokens in shuffled pool order; contiguous: one block per KV head.\n"
       "Each row cycles through copies of its KV (>= {}) so every call reads from memory.\n"
-      "Read bandwidth, this run (streaming sum over {}, {} runs side by side per thread):",
+      "Read bandwidth, this run (streaming sum over {}, blocks of {} runs {} KiB apart per "
+      "thread):",
       o.n_heads, o.num_kv_heads, o.head_dim, o.block_size, Bytes(o.footprint_bytes),
-      Bytes(o.read_bw.bytes), kReadStreams);
+      Bytes(o.read_bw.bytes), kReadStreams, kReadBlockRunWords * 8 / 1024);
   for (size_t i = 0; i < r.read_bw_gb_per_s.size(); ++i) {
     s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.read_bw_gb_per_s[i].second);

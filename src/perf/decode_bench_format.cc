@@ -11,7 +11,8 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
   const DecodeBenchOptions& o = r.options;
   std::string s = fmt::format(
       "Decode benchmark: {}, {} thread{}, KV block {}; read bandwidth this run {:.1f} GB/s "
-      "(streaming sum over {} MiB, {} runs side by side per thread, same threads), and again "
+      "(streaming sum over {} MiB, blocks of {} runs {} KiB apart per thread, same threads), and "
+      "again "
       "after each row (read bw, the row's fraction's denominator).\n"
       "Decode rows time {} steps after {} warm-up step{}; tokens/s counts every sequence's token.\n"
       "Depth > 0: the KV of the first `depth` positions was filled with random values, not "
@@ -22,8 +23,8 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
       "counted), beside the f32 multiply-add peak of the same threads, {:.1f} G/s before the "
       "rows and measured again after each row (FMA peak).\n",
       r.model, r.threads, r.threads == 1 ? "" : "s", o.block_size, r.read_bw_gb_per_s,
-      o.read_bw.bytes >> 20, kReadStreams, o.steps, o.warmup_steps, o.warmup_steps == 1 ? "" : "s",
-      r.fma_peak_gmacs);
+      o.read_bw.bytes >> 20, kReadStreams, kReadBlockRunWords * 8 / 1024, o.steps, o.warmup_steps,
+      o.warmup_steps == 1 ? "" : "s", r.fma_peak_gmacs);
   if (o.rounds > 1) {
     s += fmt::format("Each row and prefill is the fastest of {} passes (with that pass's read bw).\n",
                      o.rounds);
