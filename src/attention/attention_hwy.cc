@@ -111,30 +111,31 @@ using PrefetchList = KvPrefetch;
 
 // ------------------------------ step 1: scores
 
-// scores[h * kChunk + i] = (q_h . k_i) * scale_i for i < kPos, h < kHeads: one micro-tile of
-// kHeads x kPos accumulators. q: [d / Lanes][kHeads][Lanes] (PartialImpl), d a multiple of Lanes.
-template <class Row, int kHeads, int kPos>
+// scores[h * kChunk + i] = (q_h . k_i) * scale_i for i < kScorePos, h < kHeads: one micro-tile
+// of kHeads x kScorePos accumulators. q: [d / Lanes][kHeads][Lanes] (PartialImpl), d a multiple
+// of Lanes.
+template <class Row, int kHeads>
 HWY_INLINE void ScoreMicroTile(const KvRowRefs* rows, const float* q, size_t d, float* scores) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
-  constexpr int kAcc = kHeads * kPos;
+  constexpr int kAcc = kHeads * kScorePos;
   constexpr size_t kMaxLanesC = HWY_MAX_BYTES / sizeof(float);
   // Accumulators padded to a whole number of reduction groups of Lanes vectors.
   constexpr size_t kPadded = (kAcc + kMaxLanesC - 1) / kMaxLanesC * kMaxLanesC;
   HWY_ALIGN float sums[kPadded];
-  Row r[kPos];
-  for (int i = 0; i < kPos; ++i) r[i] = Row::Make(rows[i].k_data, rows[i].k_scale);
+  Row r[kScorePos];
+  for (int i = 0; i < kScorePos; ++i) r[i] = Row::Make(rows[i].k_data, rows[i].k_scale);
   VF acc[kPadded];
   for (size_t a = 0; a < kPadded; ++a) acc[a] = hn::Zero(df);
   constexpr int kVectors = RowVectors<Row>();
   for (size_t j = 0; j < d; j += kVectors * lanes) {
-    VF kv[kPos][kVectors];
-    for (int i = 0; i < kPos; ++i) LoadRowVectors(r[i], j, kv[i]);
+    VF kv[kScorePos][kVectors];
+    for (int i = 0; i < kScorePos; ++i) LoadRowVectors(r[i], j, kv[i]);
     for (int v = 0; v < kVectors; ++v) {
       for (int h = 0; h < kHeads; ++h) {
         const VF qv = hn::LoadU(df, q + ((j / lanes + size_t(v)) * kHeads + size_t(h)) * lanes);
-        for (int i = 0; i < kPos; ++i) {
-          acc[h * kPos + i] = hn::MulAdd(kv[i][v], qv, acc[h * kPos + i]);
+        for (int i = 0; i < kScorePos; ++i) {
+          acc[h * kScorePos + i] = hn::MulAdd(kv[i][v], qv, acc[h * kScorePos + i]);
         }
       }
     }
@@ -142,9 +143,10 @@ HWY_INLINE void ScoreMicroTile(const KvRowRefs* rows, const float* q, size_t d, 
   for (size_t a = 0; a < kPadded; a += lanes) hn::Store(TransposeSum(acc + a), df, sums + a);
   for (int h = 0; h < kHeads; ++h) {
     if constexpr (Row::kHasScale) {
-      for (int i = 0; i < kPos; ++i) scores[h * kChunk + i] = sums[h * kPos + i] * r[i].scale;
+      for (int i = 0; i < kScorePos; ++i)
+        scores[h * kChunk + i] = sums[h * kScorePos + i] * r[i].scale;
     } else {
-      std::memcpy(scores + h * kChunk, sums + h * kPos, sizeof(float) * kPos);
+      std::memcpy(scores + h * kChunk, sums + h * kScorePos, sizeof(float) * kScorePos);
     }
   }
 }
@@ -161,7 +163,7 @@ void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t d, float* scor
   int pf_next = 0;
   for (int t0 = 0; t0 < n; t0 += kScorePos) {
     for (int i = 0; i < pf_per_tile; ++i) PrefetchKvRow(pf, pf_next++);
-    ScoreMicroTile<Row, kHeads, kScorePos>(rows + t0, q, d, scores + t0);
+    ScoreMicroTile<Row, kHeads>(rows + t0, q, d, scores + t0);
   }
 }
 

@@ -22,36 +22,25 @@ namespace kvengine::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // The wrapping sum of kReadStreams runs of `run` words each (a multiple of kReadLineWords) at
-// runs, runs + run, ...: one line of every run per step, one vector accumulator per run.
+// runs, runs + run, ...: one line of every run per step, one vector accumulator per run (vectors
+// of at most a line, so that whole vectors cover every line).
 uint64_t SumRuns(const uint64_t* runs, int64_t run) {
-  const hn::ScalableTag<uint64_t> d;
+  const hn::CappedTag<uint64_t, kReadLineWords> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   using V = hn::Vec<decltype(d)>;
   V acc[kReadStreams];
   for (V& a : acc) a = hn::Zero(d);
-  if (lanes <= kReadLineWords && kReadLineWords % lanes == 0) {
-    for (int64_t i = 0; i < run; i += kReadLineWords) {
-      for (int s = 0; s < kReadStreams; ++s) {
-        const uint64_t* line = runs + s * run + i;
-        for (int64_t w = 0; w < kReadLineWords; w += lanes) {
-          acc[s] = hn::Add(acc[s], hn::LoadU(d, line + w));
-        }
+  for (int64_t i = 0; i < run; i += kReadLineWords) {
+    for (int s = 0; s < kReadStreams; ++s) {
+      const uint64_t* line = runs + s * run + i;
+      for (int64_t w = 0; w < kReadLineWords; w += lanes) {
+        acc[s] = hn::Add(acc[s], hn::LoadU(d, line + w));
       }
     }
-    V total = hn::Zero(d);
-    for (const V& a : acc) total = hn::Add(total, a);
-    return hn::GetLane(hn::SumOfLanes(d, total));
   }
-  // Vectors longer than a line (SVE, RVV): each run in whole vectors, then its last words.
-  uint64_t total = 0;
-  for (int s = 0; s < kReadStreams; ++s) {
-    const uint64_t* words = runs + s * run;
-    int64_t i = 0;
-    for (; i + lanes <= run; i += lanes) acc[s] = hn::Add(acc[s], hn::LoadU(d, words + i));
-    for (; i < run; ++i) total += words[i];
-    total += hn::GetLane(hn::SumOfLanes(d, acc[s]));
-  }
-  return total;
+  V total = hn::Zero(d);
+  for (const V& a : acc) total = hn::Add(total, a);
+  return hn::GetLane(hn::SumOfLanes(d, total));
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -47,13 +47,14 @@ struct ReadBandwidthOptions {
 // weight-row runs), so one stream would flatter them.
 inline constexpr int kReadStreams = 8;
 inline constexpr int kReadLineWords = 8;  // 64-byte cache lines of uint64_t words.
-// Words of one run within a block of kReadStreams runs: a thread's share is read block after
-// block, the runs of a block side by side, 256 KiB apart. Runs a large power of two apart (a
+// Bytes (and words) of one run within a block of kReadStreams runs: a thread's share is read block
+// after block, the runs of a block side by side, 256 KiB apart. Runs a large power of two apart (a
 // thread's share split into eight equal runs: 64 MiB) contend for the same DRAM banks: on the
 // Zen 3 VM of 2026-12-03 eight runs 64 MiB apart read 17-21 GB/s with one thread and 32-35 with
 // two, the same runs offset by 3 MiB each 27-28 and 36-38, and four runs 0.2-5.5 MiB apart (a
 // decode matmul's row runs) 28 and 37.
-inline constexpr int64_t kReadBlockRunWords = (int64_t{256} << 10) / 8;
+inline constexpr int64_t kReadBlockRunBytes = int64_t{256} << 10;
+inline constexpr int64_t kReadBlockRunWords = kReadBlockRunBytes / 8;
 
 // Words of a `words`-long buffer that one StreamingReadPass with `parts` threads reads: each
 // thread's contiguous share, rounded down to kReadStreams lines (the rest is skipped).

@@ -216,7 +216,7 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
       "Read bandwidth, this run (streaming sum over {}, blocks of {} runs {} KiB apart per "
       "thread):",
       o.n_heads, o.num_kv_heads, o.head_dim, o.block_size, Bytes(o.footprint_bytes),
-      Bytes(o.read_bw.bytes), kReadStreams, kReadBlockRunWords * 8 / 1024);
+      Bytes(o.read_bw.bytes), kReadStreams, (kReadBlockRunBytes >> 10));
   for (size_t i = 0; i < r.read_bw_gb_per_s.size(); ++i) {
     s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.read_bw_gb_per_s[i].second);

@@ -23,7 +23,7 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
       "counted), beside the f32 multiply-add peak of the same threads, {:.1f} G/s before the "
       "rows and measured again after each row (FMA peak).\n",
       r.model, r.threads, r.threads == 1 ? "" : "s", o.block_size, r.read_bw_gb_per_s,
-      o.read_bw.bytes >> 20, kReadStreams, kReadBlockRunWords * 8 / 1024, o.steps, o.warmup_steps,
+      o.read_bw.bytes >> 20, kReadStreams, (kReadBlockRunBytes >> 10), o.steps, o.warmup_steps,
       o.warmup_steps == 1 ? "" : "s", r.fma_peak_gmacs);
   if (o.rounds > 1) {
     s += fmt::format("Each row and prefill is the fastest of {} passes (with that pass's read bw).\n",
