@@ -8,7 +8,7 @@
 //      (head, position) -- kHeads x kScorePos independent chains. The accumulators' lanes are then
 //      summed by a transposed reduction tree (TransposeSum: Lanes(d) accumulators -> one vector
 //      whose lane i is the sum of accumulator i), so there is no horizontal sum per dot product.
-//   2. Online softmax per head on the chunk's scores: new max, p = e^(s - m) (vector Exp from
+//   2. Online softmax per head on the chunk's scores: new max, p = e^(s - m) (ExpNonPositive from
 //      kernels/exp_simd-inl.h), l = l * alpha + sum p with alpha = e^(m_old - m_new).
 //   3. Values: for each kVSlices vector-wide slices of head_dim_v, the heads' accumulators are
 //      loaded once, scaled by alpha, and every V row of the chunk is decoded once and
@@ -306,12 +306,12 @@ void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, f
     }
     m_new[h] = std::max(m[h], hn::GetLane(hn::MaxOfLanes(df, vmax)));
   }
-  // alpha = e^(m_old - m_new) for every head with one vector Exp per Lanes heads (0 on the first
-  // chunk, where m_old = -inf).
+  // alpha = e^(m_old - m_new) <= 1 for every head with one vector exponential per Lanes heads (0
+  // on the first chunk, where m_old = -inf).
   HWY_ALIGN float diff[kMaxHeads + HWY_MAX_BYTES / sizeof(float)] = {};
   for (int h = 0; h < heads; ++h) diff[h] = m[h] - m_new[h];
   for (size_t h = 0; h < size_t(heads); h += lanes) {
-    hn::StoreU(Exp(df, hn::LoadU(df, diff + h)), df, diff + h);
+    hn::StoreU(ExpNonPositive(df, hn::LoadU(df, diff + h)), df, diff + h);
   }
   // Pass 2 per head: p = e^(s - m_new), l = l * alpha + sum p.
   for (int h = 0; h < heads; ++h) {
@@ -320,7 +320,8 @@ void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, f
     const VF vm = hn::Set(df, m_new[h]);
     VF sum = hn::Zero(df);
     for (size_t t = 0; t < size_t(n); t += lanes) {
-      const VF e = Exp(df, hn::Sub(hn::LoadU(df, ph + t), vm));  // Lanes past n: e^-inf = 0.
+      // s - m_new <= 0 (lanes past n: e^-inf = 0).
+      const VF e = ExpNonPositive(df, hn::Sub(hn::LoadU(df, ph + t), vm));
       hn::StoreU(e, df, ph + t);
       sum = hn::Add(sum, e);
     }

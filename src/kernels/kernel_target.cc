@@ -65,6 +65,7 @@ void kernels_internal::FillReferenceKernels(KernelTable* table) {
   table->swiglu = &kernels_ref::SwiGlu;
   table->add_in_place = &kernels_ref::AddInPlace;
   table->exp = &kernels_ref::Exp;
+  table->exp_non_positive = &kernels_ref::Exp;
   table->rope_apply = &kernels_ref::RopeApply;
 }
 

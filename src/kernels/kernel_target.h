@@ -46,6 +46,9 @@ struct KernelTable {
   void (*add_in_place)(float* y, const float* x, int64_t n) = nullptr;
   // out[i] = e^x[i]: the exponential softmax and SwiGLU use (exposed to test its error budget).
   void (*exp)(const float* x, int64_t n, float* out) = nullptr;
+  // out[i] = e^x[i] for x[i] <= 0 or NaN: the attention softmax's exponential (ExpNonPositive,
+  // exp_simd-inl.h: within exp's budget, +0 from about -87.7 down); exposed for its tests.
+  void (*exp_non_positive)(const float* x, int64_t n, float* out) = nullptr;
   // RopeApply (rope.h) on already computed cos / sin.
   void (*rope_apply)(float* x, int n_heads, int head_dim, int n_rot, bool neox,
                      const float* cos_sin) = nullptr;

@@ -116,6 +116,11 @@ void ExpT(const float* x, int64_t n, float* out) {
   Map2(x, x, static_cast<size_t>(n), out, [&](VF v, VF) { return Exp(df, v); });
 }
 
+void ExpNonPositiveT(const float* x, int64_t n, float* out) {
+  const DF df;
+  Map2(x, x, static_cast<size_t>(n), out, [&](VF v, VF) { return ExpNonPositive(df, v); });
+}
+
 }  // namespace
 
 void FillVectorOps(KernelTable* table) {
@@ -124,6 +129,7 @@ void FillVectorOps(KernelTable* table) {
   table->swiglu = &SwiGluT;
   table->add_in_place = &AddInPlaceT;
   table->exp = &ExpT;
+  table->exp_non_positive = &ExpNonPositiveT;
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -102,6 +102,46 @@ TEST(ExpTest, EveryTargetHandlesSpecialValues) {
   }
 }
 
+// The softmax's exponential: within Exp's error budget of the exact e^x on [-88, 0] (results
+// below 2^-126 may be +0), +0 at and past -88 and at -inf, NaN stays NaN, e^0 = 1 exactly.
+TEST(ExpTest, NonPositiveWithinBudgetOrZero) {
+  std::vector<float> x;
+  for (double v = -90.0; v <= 0.0; v += 0.000917) x.push_back(static_cast<float>(v));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> small(-1.0f, 0.0f);
+  for (int i = 0; i < 20000; ++i) x.push_back(small(rng));
+  const std::vector<float> special = {0.0f, -0.0f, -kInf, std::nanf(""), -88.0f, -1e30f};
+  x.insert(x.end(), special.begin(), special.end());
+  for (const KernelTable& k : AvailableKernelTables()) {
+    std::vector<float> got(x.size());
+    k.exp_non_positive(x.data(), static_cast<int64_t>(x.size()), got.data());
+    const bool simd = k.target_name != std::string("ref");
+    double worst_rel_units = 0.0;  // Normal results.
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << k.target_name;
+        continue;
+      }
+      const double exact = std::exp(static_cast<double>(x[i]));
+      if (simd && x[i] <= -88.0f) {
+        ASSERT_EQ(got[i], 0.0f) << k.target_name << " x=" << x[i];
+      } else if (exact < 0x1p-126) {
+        ASSERT_TRUE(got[i] == 0.0f || ExpError(x[i], got[i]) <= 1.0)
+            << k.target_name << " x=" << x[i] << " got " << got[i];
+      } else {
+        ASSERT_LE(ExpError(x[i], got[i]), 1.0)
+            << k.target_name << " x=" << x[i] << " got " << got[i];
+        worst_rel_units =
+            std::max(worst_rel_units, std::fabs(got[i] - exact) / exact / kUnitRoundoff);
+      }
+    }
+    EXPECT_EQ(got[x.size() - special.size()], 1.0f) << k.target_name;
+    EXPECT_EQ(got[x.size() - special.size() + 1], 1.0f) << k.target_name;
+    std::cout << "exp_non_positive " << k.target_name << ": max relative error " << worst_rel_units
+              << " u\n";
+  }
+}
+
 TEST(RmsNormTest, EveryTargetWithinBudget) {
   std::mt19937 rng(1);
   const KernelTable& ref = ReferenceKernelTable();
