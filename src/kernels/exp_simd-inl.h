@@ -80,7 +80,9 @@ HWY_INLINE hn::Vec<D> ExpNonPositive(D d, hn::Vec<D> x) {
   const hn::RebindToSigned<D> di;
   const V xc = hn::Max(x, hn::Set(d, -88.0f));
   const V magic = hn::Set(d, 0x1.8p23f);
-  const V n = hn::Sub(hn::MulAdd(xc, hn::Set(d, 1.44269504088896341f), magic), magic);
+  // t = 1.5 * 2^23 + n exactly, so t's bits are magic's plus n (one binade, ulp 1).
+  const V t = hn::MulAdd(xc, hn::Set(d, 1.44269504088896341f), magic);
+  const V n = hn::Sub(t, magic);
   V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), xc);
   r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
   // The same degree-7 Taylor polynomial as Exp's, evaluated by Estrin's scheme: 1 + (r + r^2
@@ -94,9 +96,10 @@ HWY_INLINE hn::Vec<D> ExpNonPositive(D d, hn::Vec<D> x) {
   const V a67 = hn::MulAdd(r, hn::Set(d, 1.0f / 5040.0f), hn::Set(d, 1.0f / 720.0f));
   const V small = hn::MulAdd(hn::MulAdd(a67, r2, a45), r4, hn::MulAdd(a23, r2, r));
   const V p = hn::Add(small, hn::Set(d, 1.0f));
-  // 2^n: the biased exponent n + 127 in [0, 127]; 0 is the float +0.
-  const V scale =
-      hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127))));
+  // 2^n: the biased exponent n + 127 in [0, 127] (0 is the float +0), from t's low bits without
+  // a float-to-int conversion (Highway's saturating one is 4 instructions on AVX2): the shift
+  // drops magic's bits, which all lie at or above bit 22 (0x4B400000).
+  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127))));
   return hn::IfThenElse(hn::IsNaN(x), x, hn::Mul(p, scale));
 }
 
