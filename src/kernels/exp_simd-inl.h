@@ -27,17 +27,26 @@ HWY_BEFORE_NAMESPACE();
 namespace kvengine::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// The range reduction of both exponentials below: x = n * ln2 + r for |x * log2(e)| far below
+// 2^22. Returns r; *n = round(x * log2(e)) as a float, by the 1.5 * 2^23 magic add, and *t = that
+// sum, 1.5 * 2^23 + n exactly (one binade, ulp 1), so t's bits are the magic's plus n.
+template <class D>
+HWY_INLINE hn::Vec<D> ReduceByLn2(D d, hn::Vec<D> x, hn::Vec<D>* n, hn::Vec<D>* t) {
+  const hn::Vec<D> magic = hn::Set(d, 0x1.8p23f);
+  *t = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), magic);
+  *n = hn::Sub(*t, magic);
+  const hn::Vec<D> r = hn::NegMulAdd(*n, hn::Set(d, 0.693359375f), x);  // ln2_hi = 355 / 512.
+  return hn::NegMulAdd(*n, hn::Set(d, -2.12194440e-4f), r);             // ln2_lo = ln2 - ln2_hi.
+}
+
 template <class D>
 HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
   using V = hn::Vec<D>;
   const hn::RebindToSigned<D> di;
   // Beyond these bounds the result is inf / 0 anyway; clamping keeps n within [-150, 128].
   const V xc = hn::Min(hn::Max(x, hn::Set(d, -104.0f)), hn::Set(d, 89.0f));
-  // n = round(x * log2(e)) by the 1.5 * 2^23 magic add (|x * log2(e)| <= 151, far below 2^22).
-  const V magic = hn::Set(d, 0x1.8p23f);
-  const V n = hn::Sub(hn::MulAdd(xc, hn::Set(d, 1.44269504088896341f), magic), magic);
-  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), xc);  // ln2_hi = 355 / 512.
-  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);  // ln2_lo = ln2 - ln2_hi.
+  V n, t;
+  const V r = ReduceByLn2(d, xc, &n, &t);
   // e^r = sum_k r^k / k!, k <= 7.
   V p = hn::Set(d, 1.0f / 5040.0f);
   p = hn::MulAdd(p, r, hn::Set(d, 1.0f / 720.0f));
@@ -77,13 +86,8 @@ template <class D>
 HWY_INLINE hn::Vec<D> ExpNonPositive(D d, hn::Vec<D> x) {
   using V = hn::Vec<D>;
   const hn::RebindToSigned<D> di;
-  const V xc = hn::Max(x, hn::Set(d, -88.0f));
-  const V magic = hn::Set(d, 0x1.8p23f);
-  // t = 1.5 * 2^23 + n exactly, so t's bits are magic's plus n (one binade, ulp 1).
-  const V t = hn::MulAdd(xc, hn::Set(d, 1.44269504088896341f), magic);
-  const V n = hn::Sub(t, magic);
-  V r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), xc);
-  r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
+  V n, t;
+  const V r = ReduceByLn2(d, hn::Max(x, hn::Set(d, -88.0f)), &n, &t);
   // The same degree-7 Taylor polynomial as Exp's, evaluated by Estrin's scheme: 1 + (r + r^2
   // (1/2 + r/6) + r^4 ((1/24 + r/120) + r^2 (1/720 + r/5040))), the 1 added last so the small
   // part's roundings count at its own scale. Its dependency chain is 4 operations deep where
