@@ -6,8 +6,9 @@
 // T times and every activation vector R times. Rows are taken a panel (kPanelBytes of weights) at
 // a time, and every token tile passes over a panel while it sits in L2, so each weight byte is
 // read from memory once per block of kBlockTokens tokens however many tokens there are; the
-// panel's passes share the prefetch of the next panel. A decode batch (1-3 tokens) streams its
-// rows as four long runs side by side instead (DecodeStreams).
+// panel's passes share the prefetch of the next panel. A batch of up to kMaxStreamTokens tokens
+// (3; 6 on AVX-512: one token tile, which a panel would not reuse) streams its rows as four long
+// runs side by side instead (DecodeStreams).
 //
 // Batch invariance (matmul.h): each dot product owns one vector accumulator, updated by
 //   acc = MulAdd(w[c .. c + L), x[c .. c + L), acc)   for c = 0, L, 2L, ... (L = lanes),
@@ -391,15 +392,28 @@ const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, i
   return xp;
 }
 
-// Decode (T < 4 tokens): the rows [row_begin, row_end) as kDecodeStreams contiguous runs walked
-// side by side, one row of each run per tile. A dot product is one chain of dependent multiply-adds
-// (a 4 KiB F16 row: 128 of them), and one chain at a time is bound by the FMA's latency (~28 GB/s
-// of F16 per core on Zen 5, below the memory's read bandwidth once two cores stream); the tile
-// keeps kDecodeStreams chains in flight, each still in the order of the top of this file, while
-// the memory system sees a few long sequential streams (adjacent rows interleaved, 4 KiB apart,
-// read at half the speed). kernels_bench BM_MatMulDecodeInCache: 1 / 2 / 4 / 6 / 8 runs
-// 28 / 44-52 / 80-82 / 80-87 / 84-87 GB/s per thread from L2.
+// Decode (T <= kMaxStreamTokens tokens): the rows [row_begin, row_end) as kDecodeStreams
+// contiguous runs walked side by side, one row of each run per tile. A dot product is one chain of
+// dependent multiply-adds (a 4 KiB F16 row: 128 of them), and one chain at a time is bound by the
+// FMA's latency (~28 GB/s of F16 per core on Zen 5, below the memory's read bandwidth once two
+// cores stream); the tile keeps kDecodeStreams chains in flight, each still in the order of the
+// top of this file, while the memory system sees a few long sequential streams (adjacent rows
+// interleaved, 4 KiB apart, read at half the speed). kernels_bench BM_MatMulDecodeInCache: 1 / 2 /
+// 4 / 6 / 8 runs 28 / 44-52 / 80-82 / 80-87 / 84-87 GB/s per thread from L2.
 constexpr size_t kDecodeStreams = 4;
+// The most tokens DecodeStreams takes: what its S x T accumulators, S weight vectors and an
+// activation leave of the registers. AVX-512: 6 (4 x 6 + 4 + 1 = 29 of 32). A batch of 4-6 tokens
+// is a single token tile, so the panel loop's weights in L2 serve no second pass, and its software
+// prefetch of the next panel streamed slower than the hardware prefetchers follow four runs: on
+// the Intel Xeon VM of BENCHMARKS.md (2026-12-03), kernels_bench BM_MatMulShape 2048 x 2048 F16,
+// 4 tokens 0.914 -> 0.775 ms with 1 thread and 0.528 -> 0.416 ms with 2 (fastest of 4
+// alternations; 2048 x 5632 and 6 tokens equal or faster). 16-register targets: 3, as before (4 x 3
+// accumulators take 12 of the 16).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int64_t kMaxStreamTokens = 6;
+#else
+constexpr int64_t kMaxStreamTokens = 3;
+#endif
 
 template <class Tile, size_t T>
 HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_begin,
@@ -432,15 +446,20 @@ HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_b
 template <class Tile>
 void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                 int64_t row_end, float* y) {
-  // A decode step of one or a few tokens is bound by weight bandwidth (DecodeStreams). More
-  // tokens are bound by arithmetic, where token tiles share each decoded weight vector. The tile
-  // shape never changes a result's bits (see the top of this file).
-  if (n_tokens < 4) {  // Fewer tokens than the smallest multi-row tile worth its loads.
+  // A decode step of a few tokens is bound by weight bandwidth (DecodeStreams). More tokens are
+  // bound by arithmetic, where token tiles share each decoded weight vector. The tile shape never
+  // changes a result's bits (see the top of this file).
+  if (n_tokens <= kMaxStreamTokens) {
     const auto pass = [&](auto tile) {
       DecodeStreams<Tile, decltype(tile)::value>(w, x, row_begin, row_end, y);
     };
     if (n_tokens == 1) return pass(std::integral_constant<size_t, 1>());
     if (n_tokens == 2) return pass(std::integral_constant<size_t, 2>());
+    if constexpr (kMaxStreamTokens >= 4) {
+      if (n_tokens == 4) return pass(std::integral_constant<size_t, 4>());
+      if (n_tokens == 5) return pass(std::integral_constant<size_t, 5>());
+      if (n_tokens == 6) return pass(std::integral_constant<size_t, 6>());
+    }
     return pass(std::integral_constant<size_t, 3>());
   }
   // Rows are taken a panel at a time and every token of a block passes over a panel before the
