@@ -29,8 +29,8 @@ constexpr GgmlType kTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, 
 constexpr int64_t kRows = 2048;
 constexpr int64_t kCols = 2048;
 // Weights are cycled through copies totalling 4x the last-level cache, at least 192 MiB
-// (BeyondLastLevelCacheBytes; an EPYC CCD has 32 MiB of L3, the Intel VMs of BENCHMARKS.md 260-300
-// MiB), so every call streams them from memory as a decode step does.
+// (BeyondLastLevelCacheBytes: an EPYC CCD has 32 MiB of L3, the Intel VMs of BENCHMARKS.md up to
+// 300 MiB), so every call streams them from memory as a decode step does.
 size_t WeightFootprint() {
   static const size_t bytes = size_t(BeyondLastLevelCacheBytes(size_t{192} << 20));
   return bytes;

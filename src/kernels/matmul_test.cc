@@ -129,14 +129,13 @@ TEST(MatMulTest, BatchInvariantOnEveryTarget) {
   for (const std::string& target : AvailableKernelTargets()) {
     ScopedKernelTarget scoped(target);
     for (GgmlType type : kMatMulTypes) {
-      // 37 rows: not a multiple of the row tile or of the per-thread unit. Nine shapes: 3 and 5
-      // tokens (the decode streams: up to 3 tokens, on AVX-512 up to 6; each shape below also runs
-      // with one token more), 2, 9, 11 and 13 tokens over 117 columns for the
-      // float types (an odd number of whole 16-lane vectors, then a partial one; on AVX-512 9
-      // tokens take the token tiles of 6, 2 and 1, 11 those of 6, 4 and 1, 13 two of 6 and one of
-      // 1), a small one (7 tokens, tails in every tile), a wide one whose rows span several panels
-      // (4096 columns: 16 or 32 rows per 256 KiB panel) and one of 400 tokens, more than one token
-      // block (192 on AVX-512, 64 elsewhere).
+      // 37 rows: not a multiple of the row tile or of the per-thread unit. Nine shapes, each also
+      // run with one token more: 3 and 5 tokens (the decode streams take up to 3, on AVX-512 up to
+      // 6), 2, 9, 11 and 13 tokens over 117 columns for the float types (an odd number of whole
+      // 16-lane vectors, then a partial one; on AVX-512 9 tokens take the token tiles of 6, 2 and
+      // 1, 11 those of 6, 4 and 1, 13 two of 6 and one of 1), a small one (7 tokens, tails in every
+      // tile), a wide one whose rows span several panels (4096 columns: 16 or 32 rows per 256 KiB
+      // panel) and one of 400 tokens, more than one token block (192 on AVX-512, 64 elsewhere).
       const int64_t small = kernels_test::SmallCols(type);
       const int64_t odd_cols = kernels_test::BlockElements(type) == 1 ? 117 : small;
       for (const auto& [cols, n_tokens] :
