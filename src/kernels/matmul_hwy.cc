@@ -415,6 +415,15 @@ constexpr int64_t kMaxStreamTokens = 6;
 constexpr int64_t kMaxStreamTokens = 3;
 #endif
 
+// Calls f(std::integral_constant<size_t, T>) for T == n, 1 <= n <= kMaxStreamTokens.
+template <size_t T = 1, class F>
+HWY_INLINE void WithStreamTokens(int64_t n, const F& f) {
+  if constexpr (T <= static_cast<size_t>(kMaxStreamTokens)) {
+    if (n == static_cast<int64_t>(T)) return f(std::integral_constant<size_t, T>());
+    WithStreamTokens<T + 1>(n, f);
+  }
+}
+
 template <class Tile, size_t T>
 HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_begin,
                               int64_t row_end, float* y) {
@@ -450,17 +459,9 @@ void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
   // bound by arithmetic, where token tiles share each decoded weight vector. The tile shape never
   // changes a result's bits (see the top of this file).
   if (n_tokens <= kMaxStreamTokens) {
-    const auto pass = [&](auto tile) {
-      DecodeStreams<Tile, decltype(tile)::value>(w, x, row_begin, row_end, y);
-    };
-    if (n_tokens == 1) return pass(std::integral_constant<size_t, 1>());
-    if (n_tokens == 2) return pass(std::integral_constant<size_t, 2>());
-    if constexpr (kMaxStreamTokens >= 4) {
-      if (n_tokens == 4) return pass(std::integral_constant<size_t, 4>());
-      if (n_tokens == 5) return pass(std::integral_constant<size_t, 5>());
-      if (n_tokens == 6) return pass(std::integral_constant<size_t, 6>());
-    }
-    return pass(std::integral_constant<size_t, 3>());
+    return WithStreamTokens(n_tokens, [&](auto tokens) {
+      DecodeStreams<Tile, decltype(tokens)::value>(w, x, row_begin, row_end, y);
+    });
   }
   // Rows are taken a panel at a time and every token of a block passes over a panel before the
   // next one is read, so each weight byte comes from memory once per block whatever n_tokens is.
