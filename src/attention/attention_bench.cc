@@ -10,10 +10,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
-#include <span>
 #include <random>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -127,9 +128,11 @@ void Args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_DecodeAttention)->Apply(Args)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The yardstick: StreamingReadPass (kernels/read_bandwidth.h, what `kvengine bench attention`
-// measures) over 128 MiB (the f16 KV of one layer) on 2 MiB pages, split over the threads.
+// measures with the fastest count of kReadStreamCounts) over 128 MiB (the f16 KV of one layer) on
+// 2 MiB pages, split over the threads (arguments: threads, runs per thread).
 void BM_ReadBandwidth(benchmark::State& state) {
   const int threads = int(state.range(0));
+  const int streams = int(state.range(1));
   const size_t bytes = size_t(128) << 20;
   static Mapping* mem = [&] {
     auto* m = new Mapping(bytes, true);
@@ -138,11 +141,15 @@ void BM_ReadBandwidth(benchmark::State& state) {
   }();
   ThreadPool pool(threads);
   const std::span<const uint64_t> words(reinterpret_cast<const uint64_t*>(mem->base), bytes / 8);
-  for (auto _ : state) benchmark::DoNotOptimize(StreamingReadPass(pool, words));
+  for (auto _ : state) benchmark::DoNotOptimize(StreamingReadPass(pool, words, streams));
   state.SetBytesProcessed(
-      int64_t(state.iterations() * StreamingReadWords(words.size(), threads) * 8));
+      int64_t(state.iterations() * StreamingReadWords(words.size(), threads, streams) * 8));
 }
-BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadBandwidth)
+    ->ArgNames({"threads", "streams"})
+    ->ArgsProduct({{1, 2}, {std::begin(kReadStreamCounts), std::end(kReadStreamCounts)}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kvengine

@@ -7,9 +7,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <utility>
+#include <iterator>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/check.h"
@@ -197,13 +198,15 @@ void BM_ParallelForOverhead(benchmark::State& state) {
 }
 BENCHMARK(BM_ParallelForOverhead)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime();
 
-// Streaming read bandwidth over 4x the last-level cache (at least 256 MiB) in 2 MiB pages (StreamingReadPass, read_bandwidth.h: an
-// integer sum over kReadStreams runs per thread, which vectorizes), split over the pool's threads
-// as MatMul splits its rows: the ceiling for a memory-bound decode matmul (argument: threads).
-// Compare MatMul's bytes/s with this figure from the same run. `kvengine bench attention|decode` measure the same loop
-// (MeasureReadBandwidthGBs).
+// Streaming read bandwidth over 4x the last-level cache (at least 256 MiB) in 2 MiB pages
+// (StreamingReadPass, read_bandwidth.h: an integer sum over a few runs per thread, which
+// vectorizes), split over the pool's threads as MatMul splits its rows: the ceiling for a
+// memory-bound decode matmul (arguments: threads, runs per thread; `kvengine bench
+// attention|decode` measure the same loop with the fastest count of kReadStreamCounts). Compare
+// MatMul's bytes/s with the fastest row of this figure from the same run.
 void BM_ReadBandwidth(benchmark::State& state) {
   ThreadPool pool(static_cast<int>(state.range(0)));
+  const int streams = static_cast<int>(state.range(1));
   const size_t words = BeyondLastLevelCacheBytes(kReadBandwidthMinBytes) / sizeof(uint64_t);
   Result<HugePageRegion> region = HugePageRegion::Allocate(words * sizeof(uint64_t));
   if (!region.ok()) {
@@ -213,18 +216,18 @@ void BM_ReadBandwidth(benchmark::State& state) {
   uint64_t* buf = reinterpret_cast<uint64_t*>(region->data());
   for (size_t i = 0; i < words; ++i) buf[i] = static_cast<uint64_t>(i);
   for (auto _ : state) {
-    uint64_t sum = StreamingReadPass(pool, std::span<const uint64_t>(buf, words));
+    uint64_t sum = StreamingReadPass(pool, std::span<const uint64_t>(buf, words), streams);
     benchmark::DoNotOptimize(sum);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() *
-                          static_cast<int64_t>(StreamingReadWords(words, pool.num_threads()) *
-                                               sizeof(uint64_t)));
+  state.SetBytesProcessed(
+      state.iterations() *
+      static_cast<int64_t>(StreamingReadWords(words, pool.num_threads(), streams) *
+                           sizeof(uint64_t)));
 }
 BENCHMARK(BM_ReadBandwidth)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
+    ->ArgNames({"threads", "streams"})
+    ->ArgsProduct({{1, 2}, {std::begin(kReadStreamCounts), std::end(kReadStreamCounts)}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

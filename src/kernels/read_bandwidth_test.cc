@@ -1,13 +1,16 @@
 // StreamingReadPass reads exactly the words StreamingReadWords promises, whatever the thread
-// count and however many blocks of runs a thread's share takes (its sum is their sum), and
+// count, runs per thread and however many blocks of runs a thread's share takes (its sum is their
+// sum); the probe picks its runs per thread from kReadStreamCounts once per thread count; and
 // MeasureReadBandwidthGBs gives a finite, positive rate or a clear error for a buffer too small to
 // split. Not a benchmark: the rate is printed, not judged.
 #include "kernels/read_bandwidth.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -18,26 +21,33 @@ namespace kvengine {
 namespace {
 
 TEST(ReadBandwidthTest, StreamingReadWordsRoundsEachThreadsShareDownToWholeStreamLines) {
-  constexpr size_t kStep = size_t(kReadStreams) * kReadLineWords;
-  EXPECT_EQ(StreamingReadWords(kStep, 1), kStep);
-  EXPECT_EQ(StreamingReadWords(kStep - 1, 1), 0u);
-  EXPECT_EQ(StreamingReadWords(2 * kStep + 5, 2), 2 * kStep);
-  EXPECT_EQ(StreamingReadWords(3 * kStep, 2), 2 * kStep);  // 1.5 steps each: one.
-  EXPECT_EQ(StreamingReadWords(10 * kStep, 3), 9 * kStep);
+  for (const int streams : {1, 2, 3, 4, 8}) {
+    SCOPED_TRACE(streams);
+    const size_t step = size_t(streams) * kReadLineWords;
+    EXPECT_EQ(StreamingReadWords(step, 1, streams), step);
+    EXPECT_EQ(StreamingReadWords(step - 1, 1, streams), 0u);
+    EXPECT_EQ(StreamingReadWords(2 * step + 5, 2, streams), 2 * step);
+    EXPECT_EQ(StreamingReadWords(3 * step, 2, streams), 2 * step);  // 1.5 steps each: one.
+    EXPECT_EQ(StreamingReadWords(10 * step, 3, streams), 9 * step);
+  }
 }
 
 TEST(ReadBandwidthTest, PassSumsExactlyTheWordsItReads) {
   std::mt19937_64 rng(7);
   // The last size spans several blocks of runs per thread, the last block shorter.
-  const size_t blocks = 5 * size_t(kReadStreams) * size_t(kReadBlockRunWords) + 12345;
+  const size_t blocks = 5 * size_t(kMaxReadStreams) * size_t(kReadBlockRunWords) + 12345;
   for (const size_t n : {size_t{64}, size_t{1000}, size_t{4096}, size_t{12345}, blocks}) {
     std::vector<uint64_t> words(n);
     for (uint64_t& w : words) w = rng();
     for (const int threads : {1, 2, 3}) {
       ThreadPool pool(threads);
-      const size_t read = StreamingReadWords(n, threads);
-      const uint64_t want = std::accumulate(words.begin(), words.begin() + long(read), uint64_t{0});
-      EXPECT_EQ(StreamingReadPass(pool, words), want) << n << " words, " << threads << " threads";
+      for (const int streams : {1, 2, 3, 4, 8}) {
+        const size_t read = StreamingReadWords(n, threads, streams);
+        const uint64_t want =
+            std::accumulate(words.begin(), words.begin() + long(read), uint64_t{0});
+        EXPECT_EQ(StreamingReadPass(pool, words, streams), want)
+            << n << " words, " << threads << " threads, " << streams << " streams";
+      }
     }
   }
 }
@@ -68,11 +78,21 @@ TEST(ReadBandwidthTest, ProbeMeasuresRepeatedlyOrRejectsATinyBuffer) {
   }
   ThreadPool one(1);
   EXPECT_TRUE(probe->Measure(one, 0, 1).ok());
+  // One of the candidate counts per thread count, chosen once: later calls return the same.
+  for (ThreadPool* p : {&pool, &one}) {
+    const Result<int> streams = probe->Streams(*p);
+    ASSERT_TRUE(streams.ok()) << streams.status().message();
+    std::cout << p->num_threads() << " thread(s): " << *streams << " runs per thread\n";
+    EXPECT_NE(std::find(std::begin(kReadStreamCounts), std::end(kReadStreamCounts), *streams),
+              std::end(kReadStreamCounts));
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(*probe->Streams(*p), *streams);
+  }
   Result<ReadBandwidthProbe> tiny = ReadBandwidthProbe::Create(512);  // 32 words per thread.
   ASSERT_TRUE(tiny.ok());
   const Result<double> rejected = tiny->Measure(pool, 0, 1);
   ASSERT_FALSE(rejected.ok());
   EXPECT_NE(rejected.status().message().find("too small"), std::string::npos);
+  EXPECT_FALSE(tiny->Streams(pool).ok());
 }
 
 TEST(ReadBandwidthTest, BuffersGoBeyondTheLastLevelCache) {

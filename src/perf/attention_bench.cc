@@ -171,8 +171,8 @@ Status Validate(const AttentionBenchOptions& o) {
 // after them. r holds the peaks measured per thread count.
 template <class Keep>
 Status SweepOnce(const AttentionBenchOptions& o, const AttentionBenchResult& r,
-                 const std::vector<std::unique_ptr<ThreadPool>>& pools,
-                 const ReadBandwidthProbe& probe, const Keep& keep) {
+                 const std::vector<std::unique_ptr<ThreadPool>>& pools, ReadBandwidthProbe& probe,
+                 const Keep& keep) {
   const size_t n_layouts = o.layouts.size(), n_levels = r.settings.size();
   for (KvDtype dtype : o.kv_dtypes) {
     for (int64_t context : o.contexts) {
@@ -263,6 +263,8 @@ Result<AttentionBenchResult> RunAttentionBench(const AttentionBenchOptions& o,
     KV_ASSIGN_OR_RETURN(double bw,
                         probe.Measure(*pools[ti], o.read_bw.min_seconds, o.read_bw.min_passes));
     r.read_bw_gb_per_s.emplace_back(t, bw);
+    KV_ASSIGN_OR_RETURN(const int streams, probe.Streams(*pools[ti]));
+    r.read_bw_streams.push_back(streams);
     r.fma_peak_gmacs.push_back(MeasureFmaPeakGmacs(*pools[ti]));
     r.f16_fma_peak_gmacs.push_back(MeasureF16FmaPeakGmacs(*pools[ti]));
   }

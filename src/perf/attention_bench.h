@@ -121,6 +121,9 @@ struct AttentionBenchResult {
   // (threads, GB/s), measured before the rows (each row has its own, measured after the timing
   // of its dtype, context and thread count).
   std::vector<std::pair<int, double>> read_bw_gb_per_s;
+  // Per thread count (read_bw_gb_per_s's order): the runs per thread the probe reads with
+  // (ReadBandwidthProbe::Streams, the fastest of kReadStreamCounts on this machine).
+  std::vector<int> read_bw_streams;
   std::vector<double> fma_peak_gmacs;  // Per thread count: G f32 multiply-adds/s (fma_peak.h).
   // Per thread count: the same fed by f16 conversions (MeasureF16FmaPeakGmacs).
   std::vector<double> f16_fma_peak_gmacs;

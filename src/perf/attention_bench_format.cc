@@ -66,11 +66,12 @@ void AppendSettingRatios(const AttentionBenchResult& r, std::string* s) {
 }
 
 // The entry of `peaks` (one per thread count, in read_bw_gb_per_s's order) for `threads`.
-double PeakOf(const AttentionBenchResult& r, const std::vector<double>& peaks, int threads) {
+template <class T>
+T PeakOf(const AttentionBenchResult& r, const std::vector<T>& peaks, int threads) {
   for (size_t i = 0; i < r.read_bw_gb_per_s.size() && i < peaks.size(); ++i) {
     if (r.read_bw_gb_per_s[i].first == threads) return peaks[i];
   }
-  return 0;
+  return T{};
 }
 double FmaPeakOf(const AttentionBenchResult& r, int threads) {
   return PeakOf(r, r.fma_peak_gmacs, threads);
@@ -213,13 +214,14 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
       "context, through PagedAttentionBatch.\n"
       "paged: blocks of {} tokens in shuffled pool order; contiguous: one block per KV head.\n"
       "Each row cycles through copies of its KV (>= {}) so every call reads from memory.\n"
-      "Read bandwidth, this run (streaming sum over {}, blocks of {} runs {} KiB apart per "
-      "thread):",
+      "Read bandwidth, this run (streaming sum over {}, blocks of runs {} KiB apart per thread, as "
+      "many runs as read fastest here of {}):",
       o.n_heads, o.num_kv_heads, o.head_dim, o.block_size, Bytes(o.footprint_bytes),
-      Bytes(o.read_bw.bytes), kReadStreams, (kReadBlockRunBytes >> 10));
+      Bytes(o.read_bw.bytes), (kReadBlockRunBytes >> 10), ReadStreamCountsText());
   for (size_t i = 0; i < r.read_bw_gb_per_s.size(); ++i) {
     s += fmt::format("{} {} {:.1f} GB/s", i ? "," : "", ThreadsWord(r.read_bw_gb_per_s[i].first),
                      r.read_bw_gb_per_s[i].second);
+    if (i < r.read_bw_streams.size()) s += fmt::format(" ({} runs)", r.read_bw_streams[i]);
   }
   s += ";\nthe layouts and settings of each dtype, context and thread count are timed "
        "together, their calls alternating, and their rows' fractions are of the bandwidth "
@@ -265,8 +267,9 @@ std::string FormatAttentionBenchText(const AttentionBenchResult& r) {
 // ("l1" | "l2"), item_heads ("auto" or the count asked for), kv_heads_per_item, block_size, kernel
 // (e.g. "AVX2_I16"), arithmetic ("int16" | "f32"), rounds, copies, n_heads, num_kv_heads, head_dim,
 // iterations, seconds, kv_bytes_per_token, us_per_token, tokens_per_s, kv_gb_per_s,
-// read_bw_gb_per_s, fraction_of_read_bw, fma_peak_gmacs_per_s, fma_ceiling_gb_per_s,
-// f16_fma_peak_gmacs_per_s, and for f16 rows f16_fma_ceiling_gb_per_s.
+// read_bw_gb_per_s, read_bw_streams (the probe's runs per thread), fraction_of_read_bw,
+// fma_peak_gmacs_per_s, fma_ceiling_gb_per_s, f16_fma_peak_gmacs_per_s, and for f16 rows
+// f16_fma_ceiling_gb_per_s.
 std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const AttentionBenchRow& row : r.rows) {
@@ -293,6 +296,7 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["tokens_per_s"] = row.tokens_per_s;
     j["kv_gb_per_s"] = row.kv_gb_per_s;
     j["read_bw_gb_per_s"] = row.read_bw_gb_per_s;
+    j["read_bw_streams"] = PeakOf(r, r.read_bw_streams, row.threads);
     j["fraction_of_read_bw"] = row.fraction_of_read_bw;
     j["fma_peak_gmacs_per_s"] = FmaPeakOf(r, row.threads);
     j["fma_ceiling_gb_per_s"] = row.fma_ceiling_gb_per_s;

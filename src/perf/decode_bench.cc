@@ -249,6 +249,7 @@ Result<DecodeBenchResult> RunDecodeBench(const Model& model, const GgufFile& fil
   KV_ASSIGN_OR_RETURN(ReadBandwidthProbe probe, ReadBandwidthProbe::Create(o.read_bw.bytes, &pool));
   KV_ASSIGN_OR_RETURN(r.read_bw_gb_per_s,
                       probe.Measure(pool, o.read_bw.min_seconds, o.read_bw.min_passes));
+  KV_ASSIGN_OR_RETURN(r.read_bw_streams, probe.Streams(pool));
   r.fma_peak_gmacs = MeasureFmaPeakGmacs(pool);
   const std::vector<Config> configs = Configs(o);
   // Blocks every group needs for the largest measurement (+1 per sequence for a partial block).

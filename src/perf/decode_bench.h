@@ -92,6 +92,7 @@ struct DecodeBenchResult {
   std::string weight_kernel;         // The matmuls' kernel target (ActiveKernelTarget(), "AVX2").
   std::string attention_kernel;      // DefaultAttentionKernels()' ("AVX2_I16": int8 KV in int16).
   double read_bw_gb_per_s = 0;       // With the same pool, before the rows (each row has its own).
+  int read_bw_streams = 0;           // Runs per thread of the probe (ReadBandwidthProbe::Streams).
   double fma_peak_gmacs = 0;         // Likewise: f32 multiply-adds per second / 1e9.
   std::vector<DecodeBenchRow> rows;  // Per dtype: the depths, then the batches.
 };

@@ -11,9 +11,9 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
   const DecodeBenchOptions& o = r.options;
   std::string s = fmt::format(
       "Decode benchmark: {}, {} thread{}, KV block {}; read bandwidth this run {:.1f} GB/s "
-      "(streaming sum over {} MiB, blocks of {} runs {} KiB apart per thread, same threads), and "
-      "again "
-      "after each row (read bw, the row's fraction's denominator).\n"
+      "(streaming sum over {} MiB, blocks of {} runs {} KiB apart per thread, the fastest of {} "
+      "runs here, same threads), and again after each row (read bw, the row's fraction's "
+      "denominator).\n"
       "Decode rows time {} steps after {} warm-up step{}; tokens/s counts every sequence's token.\n"
       "Depth > 0: the KV of the first `depth` positions was filled with random values, not "
       "computed (attention reads the same bytes whatever their values).\n"
@@ -23,8 +23,8 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
       "counted), beside the f32 multiply-add peak of the same threads, {:.1f} G/s before the "
       "rows and measured again after each row (FMA peak).\n",
       r.model, r.threads, r.threads == 1 ? "" : "s", o.block_size, r.read_bw_gb_per_s,
-      o.read_bw.bytes >> 20, kReadStreams, (kReadBlockRunBytes >> 10), o.steps, o.warmup_steps,
-      o.warmup_steps == 1 ? "" : "s", r.fma_peak_gmacs);
+      o.read_bw.bytes >> 20, r.read_bw_streams, (kReadBlockRunBytes >> 10), ReadStreamCountsText(),
+      o.steps, o.warmup_steps, o.warmup_steps == 1 ? "" : "s", r.fma_peak_gmacs);
   if (o.rounds > 1) {
     s += fmt::format("Each row and prefill is the fastest of {} passes (with that pass's read bw).\n",
                      o.rounds);
@@ -73,9 +73,9 @@ std::string FormatDecodeBenchText(const DecodeBenchResult& r) {
 // steps, rounds, seconds, decode_tokens_per_s (all sequences), step_ms, kv_filled_randomly,
 // prefill_tokens and prefill_tokens_per_s (only on the row that carries the prefill),
 // weight_bytes_per_step, kv_bytes_per_step, bytes_per_step, implied_gb_per_s, read_bw_gb_per_s,
-// fraction_of_read_bw, weight_macs_per_token, weight_gmacs_per_s, fma_peak_gmacs,
-// fraction_of_fma_peak (and, with the prefill, prefill_weight_gmacs_per_s, prefill_fma_peak_gmacs,
-// prefill_fraction_of_fma_peak).
+// read_bw_streams (the probe's runs per thread), fraction_of_read_bw, weight_macs_per_token,
+// weight_gmacs_per_s, fma_peak_gmacs, fraction_of_fma_peak (and, with the prefill,
+// prefill_weight_gmacs_per_s, prefill_fma_peak_gmacs, prefill_fraction_of_fma_peak).
 std::string FormatDecodeBenchJson(const DecodeBenchResult& r) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const DecodeBenchRow& row : r.rows) {
@@ -105,6 +105,7 @@ std::string FormatDecodeBenchJson(const DecodeBenchResult& r) {
     j["bytes_per_step"] = row.weight_bytes_per_step + row.kv_bytes_per_step;
     j["implied_gb_per_s"] = row.implied_gb_per_s;
     j["read_bw_gb_per_s"] = row.read_bw_gb_per_s;
+    j["read_bw_streams"] = r.read_bw_streams;
     j["fraction_of_read_bw"] = row.fraction_of_read_bw;
     j["weight_macs_per_token"] = row.weight_macs_per_token;
     j["weight_gmacs_per_s"] = row.weight_gmacs_per_s;
