@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "kernels/weight_view.h"
 #include "progress.h"
 #include "synth/model_cache.h"
 #include "synth/synthetic_model.h"
@@ -31,7 +32,8 @@ Result<ModelFile> OpenModelFile(const std::string& model, GgufFile::LoadMode mod
     bar.Finish();
     m.synthetic = true;
   }
-  KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f, GgufFile::Open(m.path, mode));
+  KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> f,
+                      GgufFile::Open(m.path, mode, KernelLoadOptions()));
   m.file = std::move(f);
   return m;
 }

@@ -18,7 +18,8 @@ struct ModelFile {
 
 // `model` is a GGUF path or a synthetic preset name (tiny, small, llama-1b, ...), optionally with
 // overrides "preset:key=value,key=value". Generating shows a progress bar on a terminal. The file
-// is read into huge-page memory unless `mode` says map (see GgufFile::LoadMode).
+// is read into huge-page memory unless `mode` says map (see GgufFile::LoadMode), its wide float
+// matrices stored in column blocks there (KernelLoadOptions, kernels/weight_view.h).
 Result<ModelFile> OpenModelFile(const std::string& model,
                                 GgufFile::LoadMode mode = GgufFile::LoadMode::kRead);
 

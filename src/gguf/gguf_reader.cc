@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "base/checked_math.h"
 #include "base/huge_pages.h"
+#include "gguf/gguf_layout.h"
 #include "gguf/gguf_parse.h"
 
 namespace kvengine {
@@ -57,8 +59,43 @@ GgufFile::GgufFile(std::unique_ptr<Storage> storage, GgufContents contents)
 
 GgufFile::~GgufFile() = default;
 
-Result<std::unique_ptr<GgufFile>> GgufFile::Parse(std::unique_ptr<Storage> storage) {
+namespace {
+
+// Stores the tensors of `contents` whose layout `options` asks for in column blocks, in place in
+// `bytes` (an owned copy of the file that contents points into).
+Status ApplyColumnBlocks(const GgufLoadOptions& options, uint8_t* bytes, GgufContents* contents) {
+  std::vector<uint8_t> rows;  // One tensor's bytes in the file's layout, while it is repacked.
+  for (GgufTensor& t : contents->tensors) {
+    const int64_t block = options.column_block(t);
+    if (block <= 0 || block >= t.dims[0]) continue;
+    const bool float_type =
+        t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16;
+    if (!float_type || t.n_dims != 2) {
+      return InvalidArgument(fmt::format(
+          "tensor '{}' ({}, {} dims) cannot be stored in column blocks: only 2-D f32, f16 and "
+          "bf16 tensors can",
+          t.name, GgmlTypeName(t.type), t.n_dims));
+    }
+    uint8_t* data = bytes + (t.data.data() - static_cast<const uint8_t*>(bytes));
+    rows.assign(t.data.begin(), t.data.end());
+    PackColumnBlocks(rows.data(), t.dims[1], t.dims[0], GetGgmlTypeTraits(t.type).bytes_per_block,
+                     block, data);
+    t.column_block = block;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GgufFile>> GgufFile::Parse(std::unique_ptr<Storage> storage,
+                                                  const GgufLoadOptions& options) {
   KV_ASSIGN_OR_RETURN(GgufContents contents, gguf_internal::ParseGguf(storage->bytes));
+  // Only an owned copy can be rewritten; a mapping keeps the file's layout.
+  uint8_t* owned =
+      storage->heap != nullptr ? static_cast<uint8_t*>(storage->heap) : storage->region.data();
+  if (options.column_block && owned != nullptr && storage->map_addr == nullptr) {
+    KV_RETURN_IF_ERROR(ApplyColumnBlocks(options, owned, &contents));
+  }
   return std::unique_ptr<GgufFile>(new GgufFile(std::move(storage), std::move(contents)));
 }
 
@@ -110,7 +147,8 @@ Status LoadBytes(int fd, const std::string& path, size_t size, GgufFile::LoadMod
 
 }  // namespace
 
-Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, LoadMode mode) {
+Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, LoadMode mode,
+                                                 const GgufLoadOptions& options) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -133,14 +171,15 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, LoadMo
     }
   }
   close(fd);  // A mapping keeps the file's pages reachable; a copy needs the file no more.
-  Result<std::unique_ptr<GgufFile>> file = Parse(std::move(storage));
+  Result<std::unique_ptr<GgufFile>> file = Parse(std::move(storage), options);
   if (!file.ok()) {
     return Status(file.status().code(), fmt::format("{}: {}", path, file.status().message()));
   }
   return file;
 }
 
-Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::span<const uint8_t> bytes) {
+Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::span<const uint8_t> bytes,
+                                                      const GgufLoadOptions& options) {
   auto storage = std::make_unique<Storage>();
   if (!bytes.empty()) {
     uint64_t padded = 0;  // aligned_alloc wants a multiple of the alignment.
@@ -155,7 +194,7 @@ Result<std::unique_ptr<GgufFile>> GgufFile::FromBytes(std::span<const uint8_t> b
     storage->bytes =
         std::span<const uint8_t>(static_cast<const uint8_t*>(storage->heap), bytes.size());
   }
-  return Parse(std::move(storage));
+  return Parse(std::move(storage), options);
 }
 
 bool GgufFile::Has(std::string_view key) const { return Find(key) != nullptr; }

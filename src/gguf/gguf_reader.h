@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -49,8 +50,22 @@ struct GgufTensor {
   uint64_t offset;     // From the start of the data section; a multiple of the alignment.
   uint64_t byte_size;  // GgmlTensorBytes(type, shape()); data.size() == byte_size.
   std::span<const uint8_t> data;  // Inside the data section, overlapping no other tensor.
+  // The layout of `data`: 0, the file's (ggml rows); B > 0, column blocks of width B
+  // (gguf_layout.h), which a loader asked for through GgufLoadOptions. Only 2-D F32, F16 and BF16
+  // tensors of an owned copy are ever stored so.
+  int64_t column_block = 0;
 
   std::span<const int64_t> shape() const { return {dims.data(), n_dims}; }
+};
+
+// What a loader asks of the in-memory copy of a file (Open with LoadMode::kRead, FromBytes). A
+// mapping (LoadMode::kMap) is read-only and keeps the file's layout whatever is asked.
+struct GgufLoadOptions {
+  // For each tensor, the column block width to store it in (gguf_layout.h), or 0 for the file's
+  // layout; unset: every tensor as in the file. A width >= the tensor's columns is the file's
+  // layout as well. Any other width > 0 must be asked only of a 2-D F32, F16 or BF16 tensor: for
+  // another, loading fails naming it.
+  std::function<int64_t(const GgufTensor&)> column_block;
 };
 
 // Parsed contents, shared by GgufFile and the parser (gguf_parse.h).
@@ -80,9 +95,11 @@ class GgufFile {
   // another process while mapped would raise SIGBUS on access; model files are not expected to
   // change under us.)
   static Result<std::unique_ptr<GgufFile>> Open(const std::string& path,
-                                                LoadMode mode = LoadMode::kMap);
+                                                LoadMode mode = LoadMode::kMap,
+                                                const GgufLoadOptions& options = {});
   // Copies `bytes` into an owned, 64-byte aligned buffer and parses it.
-  static Result<std::unique_ptr<GgufFile>> FromBytes(std::span<const uint8_t> bytes);
+  static Result<std::unique_ptr<GgufFile>> FromBytes(std::span<const uint8_t> bytes,
+                                                     const GgufLoadOptions& options = {});
 
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
@@ -135,7 +152,9 @@ class GgufFile {
   // Releases the mapping or the copy.
   struct Storage;
   GgufFile(std::unique_ptr<Storage> storage, GgufContents contents);
-  static Result<std::unique_ptr<GgufFile>> Parse(std::unique_ptr<Storage> storage);
+  // Parses `storage`; for an owned copy, stores the tensors in the layouts `options` asks for.
+  static Result<std::unique_ptr<GgufFile>> Parse(std::unique_ptr<Storage> storage,
+                                                 const GgufLoadOptions& options);
   template <typename T>
   Result<T> GetAs(std::string_view key) const;
 

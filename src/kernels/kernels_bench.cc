@@ -16,6 +16,7 @@
 #include "base/check.h"
 #include "base/huge_pages.h"
 #include "base/thread_pool.h"
+#include "gguf/gguf_layout.h"
 #include "kernels/kernel_target.h"
 #include "kernels/matmul.h"
 #include "kernels/read_bandwidth.h"
@@ -153,25 +154,31 @@ void BM_MatMulDecodeInCache(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMulDecodeInCache)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// F16 MatMul at the shapes of a serving step (arguments: n_tokens, cols, threads; 2048 rows): one
-// decode token, small batches (4 and 6 tokens: the most the decode streams take on AVX-512), a
-// batch of 16, a mixed step of ~80 rows and a prefill chunk of 512, over the
+// F16 MatMul at the shapes of a serving step (arguments: n_tokens, cols, threads, blocks; 2048
+// rows): one decode token, small batches (4 and 6 tokens: the most the decode streams take on
+// AVX-512), a batch of 16, a mixed step of ~80 rows and a prefill chunk of 512, over the
 // attention/up-projection width (2048) and the down projection's (5632), weights streamed from
-// memory. Counts GFLOPS.
+// memory, in ggml rows (blocks 0) or in the column blocks a model loads them in (blocks 1:
+// PreferredColumnBlock, none at 2048 columns). Counts GFLOPS.
 void BM_MatMulShape(benchmark::State& state) {
   const int64_t n_tokens = state.range(0);
   const int64_t cols = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
+  const int64_t col_block = state.range(3) != 0 ? PreferredColumnBlock(GgmlType::kF16, cols) : 0;
   std::mt19937 rng(1);
   const size_t row_bytes = static_cast<size_t>(cols) * 2;
-  const std::vector<uint8_t> bytes = RandomF16Bytes(cols * kRows, rng);
+  std::vector<uint8_t> bytes = RandomF16Bytes(cols * kRows, rng);
+  if (col_block != 0) {
+    std::vector<uint8_t> rows = bytes;
+    PackColumnBlocks(rows.data(), kRows, cols, 2, col_block, bytes.data());
+  }
   std::normal_distribution<float> normal(0.0f, 0.05f);
   WeightCopies copies(bytes);
   std::vector<float> x(static_cast<size_t>(n_tokens * cols));
   for (float& v : x) v = normal(rng);
   std::vector<float> y(static_cast<size_t>(n_tokens * kRows));
   for (auto _ : state) {
-    const WeightView w{GgmlType::kF16, kRows, cols, copies.Next(), row_bytes};
+    const WeightView w{GgmlType::kF16, kRows, cols, copies.Next(), row_bytes, col_block};
     MatMul(w, x.data(), n_tokens, y.data(), &pool);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -181,8 +188,8 @@ void BM_MatMulShape(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_MatMulShape)
-    ->ArgNames({"tokens", "cols", "threads"})
-    ->ArgsProduct({{1, 4, 6, 16, 80, 512}, {2048, 5632}, {1, 2}})
+    ->ArgNames({"tokens", "cols", "threads", "blocks"})
+    ->ArgsProduct({{1, 4, 6, 16, 80, 512}, {2048, 5632}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

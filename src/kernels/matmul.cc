@@ -125,4 +125,11 @@ void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst) {
   ActiveKernelTable().dequantize_row(type, src, n, dst);
 }
 
+void DequantizeWeightRow(const WeightView& w, int64_t r, float* dst) {
+  KV_CHECK(r >= 0 && r < w.rows) << "row " << r << " of " << w.rows;
+  ForEachRowChunk(w, r, [&](const uint8_t* chunk, int64_t c0, int64_t width) {
+    DequantizeRow(w.type, chunk, width, dst + c0);
+  });
+}
+
 }  // namespace kvengine

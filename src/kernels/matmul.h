@@ -39,4 +39,8 @@ void MatMulMulti(std::span<const WeightView* const> ws, const float* x, int64_t 
 // multiple of 32). Requires CheckMatMulType(type).ok() (KV_CHECKed).
 void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst);
 
+// dst[0, w.cols) = row r of w decoded exactly, whatever its layout (column blocks gathered): an
+// embedding lookup. Requires 0 <= r < w.rows.
+void DequantizeWeightRow(const WeightView& w, int64_t r, float* dst);
+
 }  // namespace kvengine

@@ -10,6 +10,12 @@
 // (3; 6 on AVX-512: one token tile, which a panel would not reuse) streams its rows as four long
 // runs side by side instead (DecodeStreams).
 //
+// A matrix stored in column blocks (WeightView::col_block, weight_view.h) is walked block by
+// block: DecodeStreams takes one block of every row before the next (only that block's
+// activations in L1; each row's accumulators saved between blocks), and a token tile runs the
+// blocks in turn with its accumulators in registers. Either way each dot product is the same
+// sequence of multiply-adds as over ggml rows.
+//
 // Batch invariance (matmul.h): each dot product owns one vector accumulator, updated by
 //   acc = MulAdd(w[c .. c + L), x[c .. c + L), acc)   for c = 0, L, 2L, ... (L = lanes),
 // then by one zero-padded partial vector when cols % L != 0, and is reduced by SumOfLanes. That
@@ -120,20 +126,53 @@ struct PrefetchSpan {
   size_t bytes = 0;
 };
 
+// A row tile's share of the next panel (Prefetch::kOther): the panel is rows [next_row, next_row +
+// next_rows) of each column block, a block's part cut into `count` equal chunks, of which the
+// tile prefetches chunk `index` while it computes that block.
+struct PanelShare {
+  int64_t next_row = 0;
+  int64_t next_rows = 0;
+  size_t index = 0;
+  size_t count = 1;
+};
+
+// The chunk of column block b that `share` prefetches. (For ggml rows, one block: the panel's
+// rows are one run of bytes.)
+HWY_INLINE PrefetchSpan SpanOf(const ColumnBlockView& b, const PanelShare& share) {
+  const size_t total = static_cast<size_t>(share.next_rows) * b.stride;
+  const size_t chunk = CeilDiv(total, share.count);
+  return {b.base + static_cast<size_t>(share.next_row) * b.stride + share.index * chunk, chunk};
+}
+
+// Accumulators of an R x T tile: acc[r][t] holds row r's dot product with token t in lanes.
+template <size_t R, size_t T>
+using TileAcc = VF[R][T];
+
+template <size_t R, size_t T>
+HWY_INLINE void ZeroTile(TileAcc<R, T>& acc) {
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(DF());
+  }
+}
+
+// out[r][t] = the sum of acc[r][t]'s lanes.
+template <size_t R, size_t T>
+HWY_INLINE void ReduceTile(TileAcc<R, T>& acc, float (&out)[R][T]) {
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t t = 0; t < T; ++t) out[r][t] = hn::GetLane(hn::SumOfLanes(DF(), acc[r][t]));
+  }
+}
+
 template <class W>
 struct FloatTile {
-  // The T tokens' activations are packed by PackTokenTile at xp. The weights of each vector are
-  // decoded first, then each token's vector is loaded once and used by the R rows.
+  // acc[r][t] += the products of the `full` whole vectors at rows[r] with token t's vectors at
+  // xp, packed by PackTokenTile (vector v of token t at (v * T + t) * lanes). The weights of each
+  // vector are decoded first, then each token's vector is loaded once and used by the R rows.
   template <size_t R, size_t T, Prefetch P>
-  static void Run(const uint8_t* const* rows, PrefetchSpan span, const float* xp, size_t cols,
-                  float (&out)[R][T]) {
+  static HWY_INLINE void Full(const uint8_t* const* rows, PrefetchSpan span, const float* xp,
+                              size_t full, TileAcc<R, T>& acc) {
     const DF df;
     const size_t lanes = hn::Lanes(df);
-    VF acc[R][T];
-    for (size_t r = 0; r < R; ++r) {
-      for (size_t t = 0; t < T; ++t) acc[r][t] = hn::Zero(df);
-    }
-    const size_t full = cols / lanes;
     // Prefetch::kOther: kSpanPrefetches addresses per vector, evenly spaced over the span. A
     // tile's span is at most R rows' bytes (TokenTileOverRows), so with columns a multiple of the
     // lanes the addresses are at most 64 bytes apart and touch every line of it.
@@ -158,23 +197,58 @@ struct FloatTile {
         for (size_t r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
       }
     }
-    // Partial vector: weights zero-padded here, activations by PackTokenTile.
-    if (full * lanes < cols) {
-      const size_t c = full * lanes;
-      VF wv[R];
-      for (size_t r = 0; r < R; ++r) {
-        HWY_ALIGN uint8_t wpad[kMaxLanes * W::kBytes] = {};
-        std::memcpy(wpad, rows[r] + c * W::kBytes, (cols - c) * W::kBytes);
-        wv[r] = W::Decode(wpad);
-      }
-      for (size_t t = 0; t < T; ++t) {
-        const VF xv = hn::Load(df, xp + t * lanes);
-        for (size_t r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
-      }
-    }
+  }
+
+  // acc[r][t] += the partial vector of rem < lanes elements at rows[r] (the weights zero-padded
+  // here, the activations at xp by PackTokenTile) times token t's.
+  template <size_t R, size_t T>
+  static HWY_INLINE void Partial(const uint8_t* const* rows, const float* xp, size_t rem,
+                                 TileAcc<R, T>& acc) {
+    const DF df;
+    const size_t lanes = hn::Lanes(df);
+    VF wv[R];
     for (size_t r = 0; r < R; ++r) {
-      for (size_t t = 0; t < T; ++t) out[r][t] = hn::GetLane(hn::SumOfLanes(df, acc[r][t]));
+      HWY_ALIGN uint8_t wpad[kMaxLanes * W::kBytes] = {};
+      std::memcpy(wpad, rows[r], rem * W::kBytes);
+      wv[r] = W::Decode(wpad);
     }
+    for (size_t t = 0; t < T; ++t) {
+      const VF xv = hn::Load(df, xp + t * lanes);
+      for (size_t r = 0; r < R; ++r) acc[r][t] = hn::MulAdd(wv[r], xv, acc[r][t]);
+    }
+  }
+
+  // acc[r][t] += rows index[r] of column block b times token t, for the tile's activations at
+  // xp (packed over all of w's columns): b's whole vectors, then its partial one (only the last
+  // block can have one: the others are whole multiples of kColumnBlockAlign).
+  template <size_t R, size_t T, Prefetch P>
+  static HWY_INLINE void Block(const ColumnBlockView& b, const int64_t (&index)[R],
+                               PrefetchSpan span, const float* xp, TileAcc<R, T>& acc) {
+    const size_t lanes = hn::Lanes(DF());
+    const uint8_t* rows[R];
+    for (size_t r = 0; r < R; ++r) rows[r] = b.base + static_cast<size_t>(index[r]) * b.stride;
+    const size_t width = static_cast<size_t>(b.width);
+    const size_t full = width / lanes;
+    const float* bx = xp + static_cast<size_t>(b.c0) / lanes * T * lanes;
+    Full<R, T, P>(rows, span, bx, full, acc);
+    if (full * lanes < width) {
+      for (size_t r = 0; r < R; ++r) rows[r] += full * lanes * W::kBytes;
+      Partial<R, T>(rows, bx + full * T * lanes, width - full * lanes, acc);
+    }
+  }
+
+  // out[r][t] = dot(row index[r] of w, token t) over every column block, in column order.
+  template <size_t R, size_t T, Prefetch P>
+  static void Run(const WeightView& w, const int64_t (&index)[R], const PanelShare& share,
+                  const float* xp, float (&out)[R][T]) {
+    TileAcc<R, T> acc;
+    ZeroTile<R, T>(acc);
+    const int64_t blocks = NumColumnBlocks(w);
+    for (int64_t j = 0; j < blocks; ++j) {
+      const ColumnBlockView b = ColumnBlockOf(w, j);
+      Block<R, T, P>(b, index, P == Prefetch::kOther ? SpanOf(b, share) : PrefetchSpan(), xp, acc);
+    }
+    ReduceTile<R, T>(acc, out);
   }
 };
 
@@ -207,48 +281,41 @@ HWY_INLINE void PackTokenTile(const float* x, size_t n, size_t valid, size_t col
   }
 }
 
-// R row pointers for the tile at row r0 of [.., row_end): rows past the end repeat the last row.
+// The R row indices of the tile at row r0 of [.., row_end): rows past the end repeat the last
+// row (computed, then discarded). Returns the valid ones' count.
 template <size_t R>
-HWY_INLINE size_t TileRows(const WeightView& w, int64_t r0, int64_t row_end,
-                           const uint8_t* (&rows)[R]) {
+HWY_INLINE size_t TileRows(int64_t r0, int64_t row_end, int64_t (&index)[R]) {
   const size_t valid = static_cast<size_t>(std::min<int64_t>(R, row_end - r0));
-  for (size_t r = 0; r < R; ++r) {
-    const int64_t row = r0 + static_cast<int64_t>(std::min(r, valid - 1));
-    rows[r] = w.data + static_cast<size_t>(row) * w.row_bytes;
-  }
+  for (size_t r = 0; r < R; ++r) index[r] = r0 + static_cast<int64_t>(std::min(r, valid - 1));
   return valid;
 }
 
 // One token tile's pass over rows [row_begin, row_end) in tiles of R: tokens [t, t + T), packed
 // at xp. With P == kOther, row tile k (counted from row_begin) prefetches chunk share * tiles + k
-// of the panel that starts at next_panel, cut into shares x tiles equal chunks: the `shares`
-// passes over this panel together prefetch all of the next one, each tile an equal part.
+// of the panel that starts at next_panel, cut into shares x tiles equal chunks (per column
+// block): the `shares` passes over this panel together prefetch all of the next one, each tile an
+// equal part.
 template <class Tile, size_t R, size_t T, Prefetch P>
 HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t t,
                                   int64_t row_begin, int64_t row_end, int64_t next_panel,
                                   int64_t row_end_all, float* y, int64_t share, int64_t shares,
                                   int64_t t_end) {
-  const size_t cols = static_cast<size_t>(w.cols);
-  // Prefetch::kOther: the next panel (contiguous rows [next_panel, next_panel + this panel's
-  // height), clamped to row_end_all) in shares x tiles equal chunks, chunk share * tiles + k for
-  // row tile k of this pass.
+  // Prefetch::kOther: the next panel (rows [next_panel, next_panel + this panel's height),
+  // clamped to row_end_all) in shares x tiles equal chunks, chunk share * tiles + k for row tile
+  // k of this pass.
   const size_t height = static_cast<size_t>(row_end - row_begin);
   const size_t tiles = CeilDiv(height, R);
-  const size_t next_rows =
-      std::min(height, static_cast<size_t>(std::max<int64_t>(0, row_end_all - next_panel)));
-  const uint8_t* next_begin = w.data + static_cast<size_t>(next_panel) * w.row_bytes;
-  const size_t chunk = CeilDiv(next_rows * w.row_bytes, static_cast<size_t>(shares) * tiles);
+  PanelShare panel_share;
+  panel_share.next_row = next_panel;
+  panel_share.next_rows =
+      std::min(static_cast<int64_t>(height), std::max<int64_t>(0, row_end_all - next_panel));
+  panel_share.count = static_cast<size_t>(shares) * tiles;
   for (int64_t r0 = row_begin, k = 0; r0 < row_end; r0 += static_cast<int64_t>(R), ++k) {
-    const uint8_t* rows[R];
-    const size_t valid = TileRows<R>(w, r0, row_end, rows);
-    PrefetchSpan span;
-    if constexpr (P == Prefetch::kOther) {
-      span.bytes = chunk;
-      span.begin =
-          next_begin + (static_cast<size_t>(share) * tiles + static_cast<size_t>(k)) * chunk;
-    }
+    int64_t index[R];
+    const size_t valid = TileRows<R>(r0, row_end, index);
+    panel_share.index = static_cast<size_t>(share) * tiles + static_cast<size_t>(k);
     float out[R][T];
-    Tile::template Run<R, T, P>(rows, span, xp, cols, out);
+    Tile::template Run<R, T, P>(w, index, panel_share, xp, out);
     // A padded tail tile's tokens past t_end are computed on zeros and not written.
     const size_t tokens = static_cast<size_t>(std::min<int64_t>(T, t_end - t));
     for (size_t i = 0; i < tokens; ++i) {
@@ -367,17 +434,23 @@ HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTil
   }
 }
 
-// A buffer of at least n floats, aligned, one per thread; it grows to the largest n seen.
-float* PackBuffer(size_t n) {
+// Per-thread scratch: the packed activations of a call, and DecodeStreams' accumulators saved
+// between column blocks.
+enum class Scratch { kPacked, kSaved };
+
+// A buffer of at least n floats, aligned, one per thread and kind; it grows to the largest n seen.
+template <Scratch kKind>
+float* ScratchBuffer(size_t n) {
   thread_local hwy::AlignedFreeUniquePtr<float[]> buffer;
   thread_local size_t capacity = 0;
   if (n > capacity) {
     buffer = hwy::AllocateAligned<float>(n);
-    KV_CHECK(buffer != nullptr) << "out of memory: " << n << " floats of packed activations";
+    KV_CHECK(buffer != nullptr) << "out of memory: " << n << " floats of matmul scratch";
     capacity = n;
   }
   return buffer.get();
 }
+float* PackBuffer(size_t n) { return ScratchBuffer<Scratch::kPacked>(n); }
 
 // A block's activations packed for its token tiles (PackTokenTile), in PackBuffer.
 const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, int64_t n_tokens) {
@@ -424,30 +497,57 @@ HWY_INLINE void WithStreamTokens(int64_t n, const F& f) {
   }
 }
 
+// Column blocks (WeightView::col_block) are taken one at a time, each over every row of the
+// range, so that only a block's activations need to stay in L1 while the rows stream; each row
+// tile's accumulators wait in a per-thread buffer between blocks (stored and loaded whole: the
+// same multiply-adds in the same order as one pass over ggml rows, bit for bit).
 template <class Tile, size_t T>
 HWY_INLINE void DecodeStreams(const WeightView& w, const float* x, int64_t row_begin,
                               int64_t row_end, float* y) {
   constexpr size_t S = kDecodeStreams;
+  const DF df;
+  const size_t lanes = hn::Lanes(df);
   const size_t cols = static_cast<size_t>(w.cols);
-  float* xp = PackBuffer(PackedVectors(cols) * hn::Lanes(DF()) * T);
+  float* xp = PackBuffer(PackedVectors(cols) * lanes * T);
   PackTokenTile(x, T, T, cols, xp);
   const int64_t n = row_end - row_begin;
   const int64_t per = (n + static_cast<int64_t>(S) - 1) / static_cast<int64_t>(S);
-  for (int64_t k = 0; k < per; ++k) {
-    const uint8_t* rows[S];
-    int64_t index[S];
-    size_t valid = 0;
-    for (size_t s = 0; s < S; ++s) {
-      const int64_t row = row_begin + static_cast<int64_t>(s) * per + k;
-      if (row < row_end) index[valid++] = row;
-    }
-    for (size_t s = 0; s < S; ++s) {
-      rows[s] = w.data + static_cast<size_t>(index[std::min(s, valid - 1)]) * w.row_bytes;
-    }
-    float out[S][T];
-    Tile::template Run<S, T, Prefetch::kNone>(rows, PrefetchSpan(), xp, cols, out);
-    for (size_t s = 0; s < valid; ++s) {
-      for (size_t i = 0; i < T; ++i) y[static_cast<int64_t>(i) * w.rows + index[s]] = out[s][i];
+  const int64_t blocks = NumColumnBlocks(w);
+  // saved: [row - row_begin][T][lanes], the accumulators of every row between blocks.
+  float* saved =
+      blocks > 1 ? ScratchBuffer<Scratch::kSaved>(static_cast<size_t>(n) * T * lanes) : nullptr;
+  for (int64_t j = 0; j < blocks; ++j) {
+    const ColumnBlockView b = ColumnBlockOf(w, j);
+    const bool first = j == 0, last = j + 1 == blocks;
+    for (int64_t k = 0; k < per; ++k) {
+      int64_t index[S];
+      size_t valid = 0;
+      for (size_t s = 0; s < S; ++s) {
+        const int64_t row = row_begin + static_cast<int64_t>(s) * per + k;
+        if (row < row_end) index[valid++] = row;
+      }
+      for (size_t s = valid; s < S; ++s) index[s] = index[valid - 1];
+      TileAcc<S, T> acc;
+      ZeroTile<S, T>(acc);
+      if (!first) {
+        for (size_t s = 0; s < valid; ++s) {
+          const float* src = saved + static_cast<size_t>(index[s] - row_begin) * T * lanes;
+          for (size_t i = 0; i < T; ++i) acc[s][i] = hn::Load(df, src + i * lanes);
+        }
+      }
+      Tile::template Block<S, T, Prefetch::kNone>(b, index, PrefetchSpan(), xp, acc);
+      if (last) {
+        float out[S][T];
+        ReduceTile<S, T>(acc, out);
+        for (size_t s = 0; s < valid; ++s) {
+          for (size_t i = 0; i < T; ++i) y[static_cast<int64_t>(i) * w.rows + index[s]] = out[s][i];
+        }
+      } else {
+        for (size_t s = 0; s < valid; ++s) {
+          float* dst = saved + static_cast<size_t>(index[s] - row_begin) * T * lanes;
+          for (size_t i = 0; i < T; ++i) hn::Store(acc[s][i], df, dst + i * lanes);
+        }
+      }
     }
   }
 }

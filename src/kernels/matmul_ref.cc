@@ -61,8 +61,9 @@ void MatMulRows(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
   }
   std::vector<float> row(static_cast<size_t>(w.cols));  // One decoded weight row.
   for (int64_t r = row_begin; r < row_end; ++r) {
-    kernels_ref::DequantizeRow(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, w.cols,
-                               row.data());
+    ForEachRowChunk(w, r, [&](const uint8_t* chunk, int64_t c0, int64_t width) {
+      kernels_ref::DequantizeRow(w.type, chunk, width, row.data() + c0);
+    });
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float* xt = x + t * w.cols;
       float sum = 0.0f;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "gguf/gguf_reader.h"
+
 namespace kvengine {
 
 std::optional<WeightFormat> WeightFormatOf(GgmlType type) {
@@ -78,7 +80,40 @@ Status CheckWeightView(const WeightView& w) {
                            " is below the " + std::to_string(*row_bytes) + " bytes of a row");
   }
   if (w.data == nullptr) return InvalidArgument("weight " + shape + " has no data");
+  if (w.col_block != 0) {
+    const WeightFormat f = *WeightFormatOf(w.type);
+    if (f != WeightFormat::kF32 && f != WeightFormat::kF16 && f != WeightFormat::kBF16) {
+      return InvalidArgument("weight " + shape + ": column blocks need f32, f16 or bf16 weights");
+    }
+    if (w.col_block < 0 || w.col_block % kColumnBlockAlign != 0) {
+      return InvalidArgument("weight " + shape + ": column block width " +
+                             std::to_string(w.col_block) + " is not a positive multiple of " +
+                             std::to_string(kColumnBlockAlign));
+    }
+    if (w.row_bytes != *row_bytes) {
+      return InvalidArgument("weight " + shape + ": column blocks need rows of exactly " +
+                             std::to_string(*row_bytes) + " bytes, not " +
+                             std::to_string(w.row_bytes));
+    }
+  }
   return Status::Ok();
+}
+
+int64_t PreferredColumnBlock(GgmlType type, int64_t cols) {
+  const bool float_type =
+      type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
+  if (!float_type || cols <= kMaxColumnBlock) return 0;
+  const int64_t blocks = (cols + kMaxColumnBlock - 1) / kMaxColumnBlock;
+  const int64_t width = (cols + blocks - 1) / blocks;
+  return (width + kColumnBlockAlign - 1) / kColumnBlockAlign * kColumnBlockAlign;
+}
+
+GgufLoadOptions KernelLoadOptions() {
+  GgufLoadOptions options;
+  options.column_block = [](const GgufTensor& t) -> int64_t {
+    return t.n_dims == 2 ? PreferredColumnBlock(t.type, t.dims[0]) : 0;
+  };
+  return options;
 }
 
 }  // namespace kvengine

@@ -11,6 +11,15 @@
 //         layouts and decoding rules are in weight_blocks.h.
 //   cols must be a whole number of the format's blocks (32, or 256 for the K-quants).
 // Multi-byte values are little-endian; no alignment is required of `data` or `row_bytes`.
+//
+// Column blocks (F32, F16, BF16 only; col_block > 0): the same elements stored as
+// ceil(cols / col_block) row-major sub-matrices of col_block columns, one after another
+// (gguf_layout.h); ColumnBlockOf gives block j as a strided matrix. A matrix with more columns
+// than kMaxColumnBlock is loaded so (PreferredColumnBlock) because a decode step then keeps
+// one block's activations in L1 while it streams the block's rows: with whole rows of 5632 or
+// more F16 columns the activations (22 KiB and up) fell out of a 32 KiB L1 and a row streamed
+// at 0.65-0.75 of the speed of a 2048-column one (docs/runtime.md, "Column blocks"). The layout
+// never changes a result: every dot product is the same multiply-adds in the same order.
 #pragma once
 
 #include <cstddef>
@@ -18,18 +27,75 @@
 #include <optional>
 
 #include "base/status.h"
+#include "gguf/gguf_layout.h"
 #include "gguf/gguf_types.h"
 
 namespace kvengine {
+
+struct GgufLoadOptions;  // gguf/gguf_reader.h
 
 // A non-owning view; the bytes must outlive every call that uses it.
 struct WeightView {
   GgmlType type = GgmlType::kF32;
   int64_t rows = 0;               // ne1: output features.
   int64_t cols = 0;               // ne0: input features, contiguous within a row.
-  const uint8_t* data = nullptr;  // Row r starts at data + r * row_bytes.
-  size_t row_bytes = 0;           // >= GgmlRowBytes(type, cols).
+  const uint8_t* data = nullptr;  // Row r starts at data + r * row_bytes (col_block == 0).
+  size_t row_bytes = 0;           // >= GgmlRowBytes(type, cols); == it when col_block > 0.
+  int64_t col_block = 0;          // 0: ggml rows; else column blocks of this width (above).
 };
+
+// Column block widths are multiples of this many elements, so that every block but the last is
+// a whole number of vectors on every target (at most 16 floats a vector on x86).
+inline constexpr int64_t kColumnBlockAlign = 64;
+// The widest column block PreferredColumnBlock picks. A decode step keeps one token's 2048 F32
+// activations (8 KiB) in L1 beside the streamed rows; 16 KiB already fell out (a 5632-column
+// matrix streamed 22 GB/s per thread with 4096 activations in use, 29-30 with 2048). Matrices of
+// at most this many columns stay in ggml rows.
+inline constexpr int64_t kMaxColumnBlock = 2048;
+
+// The column block width a loader should store a `type` weight matrix of `cols` columns in
+// (GgufLoadOptions), or 0 for ggml rows: for F32, F16 and BF16 with more than kMaxColumnBlock
+// columns, the fewest blocks of at most kMaxColumnBlock, of equal width rounded up to
+// kColumnBlockAlign (5632 -> 3 blocks of 1920, the last 1792; 11008 -> 1856). As few blocks as
+// possible because a batch's tiles pay per block (the prefill and batch matmuls over 6 blocks ran
+// 4-9% slower than over rows; with blocks of 512, 7-25%: the blocks lie a power of two apart and
+// share L2 sets).
+int64_t PreferredColumnBlock(GgmlType type, int64_t cols);
+
+// Load options (GgufFile::Open, FromBytes) that store every 2-D tensor in the layout
+// PreferredColumnBlock picks for it; a mapped file keeps the file's layout.
+GgufLoadOptions KernelLoadOptions();
+
+// Columns [c0, c0 + width) of every row, a strided matrix: row r at base + r * stride.
+struct ColumnBlockView {
+  const uint8_t* base = nullptr;
+  size_t stride = 0;
+  int64_t c0 = 0;
+  int64_t width = 0;
+};
+// 1 for ggml rows (the block is the whole matrix); else ceil(cols / col_block). Inline: the
+// kernels ask per row tile.
+inline int64_t NumColumnBlocks(const WeightView& w) {
+  return w.col_block == 0 ? 1 : ColumnBlocks(w.cols, w.col_block);
+}
+// Block j < NumColumnBlocks(w).
+inline ColumnBlockView ColumnBlockOf(const WeightView& w, int64_t j) {
+  if (w.col_block == 0) return {w.data, w.row_bytes, 0, w.cols};
+  const size_t elem = w.row_bytes / static_cast<size_t>(w.cols);
+  const int64_t width = ColumnBlockWidth(w.cols, w.col_block, j);
+  return {w.data + ColumnBlockOffset(w.rows, w.col_block, j, elem),
+          static_cast<size_t>(width) * elem, j * w.col_block, width};
+}
+
+// f(chunk, c0, width) for each column block's part of row r: `width` elements of columns
+// [c0, c0 + width) at `chunk` (one call, the whole row, for ggml rows).
+template <class F>
+void ForEachRowChunk(const WeightView& w, int64_t r, const F& f) {
+  for (int64_t j = 0; j < NumColumnBlocks(w); ++j) {
+    const ColumnBlockView b = ColumnBlockOf(w, j);
+    f(b.base + static_cast<size_t>(r) * b.stride, b.c0, b.width);
+  }
+}
 
 // The weight formats the kernels implement. Adding one means adding it here, to WeightFormatOf
 // and to each kernel's exhaustive switch (matmul_ref.cc, matmul_hwy.cc).
@@ -43,7 +109,9 @@ std::optional<WeightFormat> WeightFormatOf(GgmlType type);
 Status CheckMatMulType(GgmlType type);
 
 // CheckMatMulType plus the shape: rows, cols >= 1, cols a whole number of blocks, row_bytes large
-// enough, data non-null. For loaders to call once per tensor; MatMul only KV_CHECKs.
+// enough, data non-null; column blocks only for F32, F16 and BF16, as multiples of
+// kColumnBlockAlign, with row_bytes exactly a row. For loaders to call once per tensor; MatMul only
+// KV_CHECKs.
 Status CheckWeightView(const WeightView& w);
 
 }  // namespace kvengine

@@ -74,9 +74,7 @@ Status DecoderModel::Forward(std::span<const SeqChunk> chunks, KvCacheManager& k
   std::vector<float> x(N * E), xn(N * E), tmp(N * E), q(N * H * D), k(N * Hkv * D), v(N * Hkv * Dv),
       att(N * H * Dv), g(N * F), u(N * F);
   for (size_t i = 0; i < N; ++i) {
-    DequantizeRow(w_.tok_embd.type,
-                  w_.tok_embd.data + size_t(toks[i].token) * w_.tok_embd.row_bytes, int64_t(E),
-                  x.data() + i * E);
+    DequantizeWeightRow(w_.tok_embd, toks[i].token, x.data() + i * E);
     if (arch.embd_scale > 0) {
       for (size_t e = 0; e < E; ++e) x[i * E + e] *= arch.embd_scale;
     }

@@ -15,7 +15,9 @@ std::string Dims(const GgufTensor& t) {
   return s + "]";
 }
 
-// A 2-D weight with ggml shape [cols, rows] (ne0 = cols, contiguous).
+// A 2-D weight with ggml shape [cols, rows] (ne0 = cols, contiguous), in the layout the file's
+// copy holds it in (GgufTensor::column_block: ggml rows, or column blocks that the loader asked
+// for; CheckWeightView refuses blocks the kernels cannot read).
 Result<WeightView> Matrix(const GgufFile& f, const std::string& name, int64_t rows, int64_t cols) {
   const GgufTensor* t = f.FindTensor(name);
   if (t == nullptr) return NotFound("model has no tensor '" + name + "'");
@@ -26,7 +28,7 @@ Result<WeightView> Matrix(const GgufFile& f, const std::string& name, int64_t ro
   Status supported = CheckMatMulType(t->type);
   if (!supported.ok()) return InvalidArgument("tensor '" + name + "': " + supported.message());
   KV_ASSIGN_OR_RETURN(uint64_t row_bytes, GgmlRowBytes(t->type, uint64_t(cols)));
-  WeightView w{t->type, rows, cols, t->data.data(), size_t(row_bytes)};
+  WeightView w{t->type, rows, cols, t->data.data(), size_t(row_bytes), t->column_block};
   Status shape = CheckWeightView(w);
   if (!shape.ok()) return InvalidArgument("tensor '" + name + "': " + shape.message());
   return w;

@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
+#include "kernels/weight_view.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "model/model_fuzz_format.h"
@@ -191,7 +192,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       model_fuzz::Decode(std::string_view(reinterpret_cast<const char*>(data), size));
   std::optional<std::vector<uint8_t>> bytes = Edited(Base(in.preset), in);
   if (!bytes) return 0;
-  Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes);  // Copies the bytes.
+  // Every other input loads its 2-D float matrices wider than 64 columns in column blocks of 64
+  // (the kernels' narrowest): the same model then runs through the blocked paths.
+  GgufLoadOptions options;
+  if (size % 2 == 1) {
+    options.column_block = [](const GgufTensor& t) -> int64_t {
+      const bool float_type =
+          t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16;
+      return float_type && t.n_dims == 2 && t.dims[0] > kColumnBlockAlign ? kColumnBlockAlign : 0;
+    };
+  }
+  Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes, options);  // A copy.
   Require(file.ok());  // The writer's output always reads back.
   std::shared_ptr<const GgufFile> shared(std::move(*file));
   Result<std::unique_ptr<Model>> model = LoadModel(shared, "fuzz");

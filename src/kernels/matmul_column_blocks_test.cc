@@ -1,0 +1,145 @@
+// Column blocks (weight_view.h): a matrix stored in them gives bit for bit what its ggml rows give,
+// on every compiled target, through every path of MatMul (the decode streams, which take the
+// blocks one at a time with their accumulators saved between them, and the token tiles, which run
+// the blocks in turn per tile) and through the scalar reference; DequantizeWeightRow gathers a
+// row; CheckWeightView refuses blocks the kernels cannot read; PreferredColumnBlock's widths.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gguf/gguf_layout.h"
+#include "kernels/kernel_target.h"
+#include "kernels/kernels_test_util.h"
+#include "kernels/matmul.h"
+
+namespace kvengine {
+namespace {
+
+using kernels_test::RandomFloats;
+using kernels_test::RandomWeights;
+using kernels_test::SameFloat;
+using kernels_test::ScopedKernelTarget;
+using kernels_test::TestWeights;
+
+constexpr GgmlType kBlockFloatTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16};
+
+// w's rows (ggml layout, padded rows allowed) in column blocks of `block`.
+struct BlockedWeights {
+  std::vector<uint8_t> bytes;
+  WeightView view;
+};
+BlockedWeights Blocked(const WeightView& rows, int64_t block) {
+  const size_t elem = GetGgmlTypeTraits(rows.type).bytes_per_block;
+  const size_t row_bytes = static_cast<size_t>(rows.cols) * elem;
+  std::vector<uint8_t> dense(static_cast<size_t>(rows.rows) * row_bytes);
+  for (int64_t r = 0; r < rows.rows; ++r) {
+    std::memcpy(dense.data() + static_cast<size_t>(r) * row_bytes,
+                rows.data + static_cast<size_t>(r) * rows.row_bytes, row_bytes);
+  }
+  BlockedWeights b;
+  b.bytes.resize(dense.size());
+  PackColumnBlocks(dense.data(), rows.rows, rows.cols, elem, block, b.bytes.data());
+  b.view = {rows.type, rows.rows, rows.cols, b.bytes.data(), row_bytes, block};
+  return b;
+}
+
+// Shapes: {rows, cols, block}. The last block narrower than a vector (200 = 3 x 64 + 8), wider
+// with a partial vector (1030 = 2 x 512 + 6), PreferredColumnBlock's width for 4100 columns (1408:
+// 3 blocks, the last 1284) and one block only over two (rows 5: fewer than the decode streams).
+struct BlockShape {
+  int64_t rows, cols, block;
+};
+constexpr BlockShape kBlockShapes[] = {
+    {37, 200, 64}, {37, 1030, 512}, {21, 4100, 1408}, {5, 130, 64}};
+// Decode streams (up to 3, on AVX-512 up to 6 tokens) and token tiles, a padded tail tile (7, 9,
+// 13) and more than one token block (200 > 192).
+constexpr int64_t kBlockTokenCounts[] = {1, 2, 3, 5, 6, 7, 9, 13, 40, 200};
+
+TEST(MatMulColumnBlocksTest, SameBitsAsRowsOnEveryTargetAndPath) {
+  std::mt19937 rng(5);
+  ThreadPool two(2);
+  for (const std::string& target : AvailableKernelTargets()) {
+    ScopedKernelTarget scoped(target);
+    for (GgmlType type : kBlockFloatTypes) {
+      for (const BlockShape& s : kBlockShapes) {
+        const TestWeights rows = RandomWeights(rng, type, s.rows, s.cols);
+        const BlockedWeights blocked = Blocked(rows.view, s.block);
+        ASSERT_TRUE(CheckWeightView(blocked.view).ok());
+        for (int64_t n : kBlockTokenCounts) {
+          SCOPED_TRACE(testing::Message()
+                       << target << " " << GgmlTypeName(type) << " " << s.rows << " x " << s.cols
+                       << " / " << s.block << ", " << n << " tokens");
+          const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
+          for (ThreadPool* pool : {&two, static_cast<ThreadPool*>(nullptr)}) {
+            std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size(), -1.0f);
+            MatMul(rows.view, x.data(), n, want.data(), pool);
+            MatMul(blocked.view, x.data(), n, got.data(), pool);
+            for (size_t i = 0; i < want.size(); ++i) {
+              ASSERT_TRUE(SameFloat(got[i], want[i]))
+                  << "output " << i << ": blocks " << got[i] << ", rows " << want[i];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulColumnBlocksTest, ReferenceAndRowLookupGatherTheBlocks) {
+  std::mt19937 rng(6);
+  const KernelTable& ref = ReferenceKernelTable();
+  for (GgmlType type : kBlockFloatTypes) {
+    const BlockShape s = kBlockShapes[1];
+    const TestWeights rows = RandomWeights(rng, type, s.rows, s.cols);
+    const BlockedWeights blocked = Blocked(rows.view, s.block);
+    const int64_t n = 3;
+    const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
+    std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size());
+    ref.matmul_rows(rows.view, x.data(), n, 0, s.rows, want.data());
+    ref.matmul_rows(blocked.view, x.data(), n, 0, s.rows, got.data());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_TRUE(SameFloat(got[i], want[i])) << i;
+    std::vector<float> row(static_cast<size_t>(s.cols)), gathered(row.size());
+    for (int64_t r = 0; r < s.rows; ++r) {
+      DequantizeRow(type, rows.view.data + static_cast<size_t>(r) * rows.view.row_bytes, s.cols,
+                    row.data());
+      DequantizeWeightRow(blocked.view, r, gathered.data());
+      ASSERT_EQ(std::memcmp(row.data(), gathered.data(), row.size() * sizeof(float)), 0)
+          << GgmlTypeName(type) << " row " << r;
+    }
+  }
+}
+
+TEST(MatMulColumnBlocksTest, CheckWeightViewRefusesBlocksTheKernelsCannotRead) {
+  std::vector<uint8_t> bytes(8192);
+  EXPECT_TRUE(CheckWeightView({GgmlType::kF16, 2, 200, bytes.data(), 400, 64}).ok());
+  EXPECT_TRUE(CheckWeightView({GgmlType::kF32, 2, 200, bytes.data(), 800, 128}).ok());
+  const Status quantized = CheckWeightView({GgmlType::kQ8_0, 2, 256, bytes.data(), 272, 64});
+  EXPECT_NE(quantized.message().find("column blocks"), std::string::npos) << quantized.message();
+  const Status odd = CheckWeightView({GgmlType::kF16, 2, 200, bytes.data(), 400, 48});
+  EXPECT_NE(odd.message().find("multiple of 64"), std::string::npos) << odd.message();
+  EXPECT_FALSE(CheckWeightView({GgmlType::kF16, 2, 200, bytes.data(), 400, -64}).ok());
+  const Status padded = CheckWeightView({GgmlType::kF16, 2, 200, bytes.data(), 404, 64});
+  EXPECT_NE(padded.message().find("exactly 400 bytes"), std::string::npos) << padded.message();
+}
+
+TEST(MatMulColumnBlocksTest, PreferredWidthsAreTheFewestEqualBlocksOfAtMost2048) {
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 2048), 0);
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 2049), 1088);  // 2 blocks of 1025 -> 1088.
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 4096), 2048);
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kBF16, 5632), 1920);  // llama-1b's down projection.
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kF32, 11008), 1856);  // Llama-2-7B's.
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 4100), 1408);
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ8_0, 5632), 0);
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ4_K, 11008), 0);
+  for (int64_t cols : {2049, 3000, 4096, 5632, 11008, 14336, 28672}) {
+    const int64_t b = PreferredColumnBlock(GgmlType::kF16, cols);
+    EXPECT_EQ(b % kColumnBlockAlign, 0) << cols;
+    EXPECT_LE(b, kMaxColumnBlock) << cols;
+    EXPECT_EQ(ColumnBlocks(cols, b), (cols + kMaxColumnBlock - 1) / kMaxColumnBlock) << cols;
+  }
+}
+
+}  // namespace
+}  // namespace kvengine
