@@ -15,7 +15,6 @@
 //   * the teacher-forced logits stay within the type's named budget of the same model in f32
 //     weights (the same random values: weights depend on seed, tensor name and index only).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,7 +26,6 @@
 
 #include "runtime/generator.h"
 #include "runtime/runtime_test_util.h"
-#include "synth/model_cache.h"
 #include "synth/synthetic_spec.h"
 
 namespace kvengine {
@@ -94,14 +92,7 @@ std::shared_ptr<const Model> Synthetic(const std::string& preset, const std::str
       preset + ":weight_type=" + weight_type + (wide ? KQuantShape(preset) : std::string());
   auto it = cache.find(text);
   if (it != cache.end()) return it->second;
-  auto spec = ParseSyntheticSpec(text);
-  KV_CHECK(spec.ok()) << spec.status().ToString();
-  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
-                           ("kvengine_arch_e2e_" + std::to_string(::getpid())))
-                              .string();
-  auto path = EnsureSyntheticModel(*spec, dir);
-  KV_CHECK(path.ok()) << path.status().ToString();
-  testing::LoadedModel m = testing::LoadForTest(*path);
+  testing::LoadedModel m = testing::LoadForTest(testing::SyntheticForTest(text, "arch_e2e"));
   std::shared_ptr<const Model> model(std::move(m.model));
   cache.emplace(text, model);
   return model;

@@ -5,7 +5,6 @@
 // 2112 wide with tied embeddings (every matrix in blocks, the embedding lookup gathering its row
 // from them and the logits reading them as the output matrix).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -13,35 +12,9 @@
 #include "kernels/weight_view.h"
 #include "runtime/generator.h"
 #include "runtime/runtime_test_util.h"
-#include "synth/model_cache.h"
-#include "synth/synthetic_spec.h"
 
 namespace kvengine {
 namespace {
-
-// The synthetic model `text` written once into a temporary folder; its path.
-std::string WriteModel(const std::string& text) {
-  auto spec = ParseSyntheticSpec(text);
-  KV_CHECK(spec.ok()) << spec.status().ToString();
-  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
-                           ("kvengine_column_blocks_" + std::to_string(::getpid())))
-                              .string();
-  auto path = EnsureSyntheticModel(*spec, dir);
-  KV_CHECK(path.ok()) << path.status().ToString();
-  return *path;
-}
-
-testing::LoadedModel Load(const std::string& path, GgufFile::LoadMode mode,
-                          const GgufLoadOptions& options) {
-  testing::LoadedModel m;
-  auto f = GgufFile::Open(path, mode, options);
-  KV_CHECK(f.ok()) << f.status().ToString();
-  m.file = std::shared_ptr<const GgufFile>(std::move(f).value());
-  auto model = LoadModel(m.file, "column_blocks");
-  KV_CHECK(model.ok()) << model.status().ToString();
-  m.model = std::move(model).value();
-  return m;
-}
 
 TEST(ColumnBlocksE2eTest, BlocksDecodeAsRows) {
   ThreadPool pool(2);
@@ -53,10 +26,11 @@ TEST(ColumnBlocksE2eTest, BlocksDecodeAsRows) {
     for (const char* type : {"f32", "f16", "bf16"}) {
       const std::string text = std::string("tiny:weight_type=") + type + shape;
       SCOPED_TRACE(text);
-      const std::string path = WriteModel(text);
-      const testing::LoadedModel rows = Load(path, GgufFile::LoadMode::kMap, KernelLoadOptions());
+      const std::string path = testing::SyntheticForTest(text, "column_blocks");
+      const testing::LoadedModel rows =
+          testing::LoadForTest(path, GgufFile::LoadMode::kMap, KernelLoadOptions());
       const testing::LoadedModel blocks =
-          Load(path, GgufFile::LoadMode::kRead, KernelLoadOptions());
+          testing::LoadForTest(path, GgufFile::LoadMode::kRead, KernelLoadOptions());
       int blocked = 0;
       for (const GgufTensor& t : blocks.file->tensors()) blocked += t.column_block > 0 ? 1 : 0;
       for (const GgufTensor& t : rows.file->tensors()) EXPECT_EQ(t.column_block, 0);

@@ -7,10 +7,13 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "model_config/kv_groups.h"
+#include "synth/model_cache.h"
+#include "synth/synthetic_spec.h"
 
 namespace kvengine::testing {
 
@@ -34,9 +37,24 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
 };
 
-inline LoadedModel LoadForTest(const std::filesystem::path& path) {
+// The synthetic model `spec_text` ("preset:key=value,...") written once into a folder of this
+// test process under the test temp dir named after `tag`: its path.
+inline std::string SyntheticForTest(const std::string& spec_text, const std::string& tag) {
+  auto spec = ParseSyntheticSpec(spec_text);
+  KV_CHECK(spec.ok()) << spec.status().ToString();
+  const std::string dir = (std::filesystem::path(::testing::TempDir()) /
+                           ("kvengine_" + tag + "_" + std::to_string(::getpid())))
+                              .string();
+  auto path = EnsureSyntheticModel(*spec, dir);
+  KV_CHECK(path.ok()) << path.status().ToString();
+  return *path;
+}
+
+inline LoadedModel LoadForTest(const std::filesystem::path& path,
+                               GgufFile::LoadMode mode = GgufFile::LoadMode::kMap,
+                               const GgufLoadOptions& options = {}) {
   LoadedModel m;
-  auto f = GgufFile::Open(path.string());
+  auto f = GgufFile::Open(path.string(), mode, options);
   KV_CHECK(f.ok()) << f.status().ToString();
   m.file = std::shared_ptr<const GgufFile>(std::move(f).value());
   auto model = LoadModel(m.file, path.filename().string());
