@@ -14,7 +14,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gguf/gguf_types.h"
+
 namespace kvengine {
+
+// The tensor types column blocks are defined for: those of fixed-size elements the CPU kernels
+// multiply directly (F32, F16, BF16), one column an element.
+inline bool ColumnBlockType(GgmlType type) {
+  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
+}
 
 // Columns of block j (the last one may be narrower). Requires 0 <= j < ColumnBlocks(cols, B).
 inline int64_t ColumnBlockWidth(int64_t cols, int64_t col_block, int64_t j) {

@@ -68,15 +68,13 @@ Status ApplyColumnBlocks(const GgufLoadOptions& options, uint8_t* bytes, GgufCon
   for (GgufTensor& t : contents->tensors) {
     const int64_t block = options.column_block(t);
     if (block <= 0 || block >= t.dims[0]) continue;
-    const bool float_type =
-        t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16;
-    if (!float_type || t.n_dims != 2) {
+    if (!ColumnBlockType(t.type) || t.n_dims != 2) {
       return InvalidArgument(fmt::format(
           "tensor '{}' ({}, {} dims) cannot be stored in column blocks: only 2-D f32, f16 and "
           "bf16 tensors can",
           t.name, GgmlTypeName(t.type), t.n_dims));
     }
-    uint8_t* data = bytes + (t.data.data() - static_cast<const uint8_t*>(bytes));
+    uint8_t* data = bytes + (t.data.data() - bytes);  // The tensor, writable.
     rows.assign(t.data.begin(), t.data.end());
     PackColumnBlocks(rows.data(), t.dims[1], t.dims[0], GetGgmlTypeTraits(t.type).bytes_per_block,
                      block, data);

@@ -81,8 +81,7 @@ Status CheckWeightView(const WeightView& w) {
   }
   if (w.data == nullptr) return InvalidArgument("weight " + shape + " has no data");
   if (w.col_block != 0) {
-    const WeightFormat f = *WeightFormatOf(w.type);
-    if (f != WeightFormat::kF32 && f != WeightFormat::kF16 && f != WeightFormat::kBF16) {
+    if (!ColumnBlockType(w.type)) {
       return InvalidArgument("weight " + shape + ": column blocks need f32, f16 or bf16 weights");
     }
     if (w.col_block < 0 || w.col_block % kColumnBlockAlign != 0) {
@@ -100,9 +99,7 @@ Status CheckWeightView(const WeightView& w) {
 }
 
 int64_t PreferredColumnBlock(GgmlType type, int64_t cols) {
-  const bool float_type =
-      type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
-  if (!float_type || cols <= kMaxColumnBlock) return 0;
+  if (!ColumnBlockType(type) || cols <= kMaxColumnBlock) return 0;
   const int64_t blocks = (cols + kMaxColumnBlock - 1) / kMaxColumnBlock;
   const int64_t width = (cols + blocks - 1) / blocks;
   return (width + kColumnBlockAlign - 1) / kColumnBlockAlign * kColumnBlockAlign;

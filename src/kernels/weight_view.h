@@ -16,8 +16,8 @@
 // ceil(cols / col_block) row-major sub-matrices of col_block columns, one after another
 // (gguf_layout.h); ColumnBlockOf gives block j as a strided matrix. A matrix with more columns
 // than kMaxColumnBlock is loaded so (PreferredColumnBlock) because a decode step then keeps
-// one block's activations in L1 while it streams the block's rows: with whole rows of 5632 or
-// more F16 columns the activations (22 KiB and up) fell out of a 32 KiB L1 and a row streamed
+// one block's activations in L1 while it streams the block's rows: with whole rows of 4096 or
+// more F16 columns the activations (16 KiB and up) fell out of a 32 KiB L1 and a row streamed
 // at 0.65-0.75 of the speed of a 2048-column one (docs/runtime.md, "Column blocks"). The layout
 // never changes a result: every dot product is the same multiply-adds in the same order.
 #pragma once

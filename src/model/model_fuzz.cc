@@ -197,9 +197,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   GgufLoadOptions options;
   if (size % 2 == 1) {
     options.column_block = [](const GgufTensor& t) -> int64_t {
-      const bool float_type =
-          t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16;
-      return float_type && t.n_dims == 2 && t.dims[0] > kColumnBlockAlign ? kColumnBlockAlign : 0;
+      const bool fits = ColumnBlockType(t.type) && t.n_dims == 2 && t.dims[0] > kColumnBlockAlign;
+      return fits ? kColumnBlockAlign : 0;
     };
   }
   Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes, options);  // A copy.

@@ -65,16 +65,17 @@ void AppendSettingRatios(const AttentionBenchResult& r, std::string* s) {
   }
 }
 
-// The entry of `peaks` (one per thread count, in read_bw_gb_per_s's order) for `threads`.
+// The entry for `threads` of a per-thread-count vector (one entry per thread count, in
+// read_bw_gb_per_s's order: the FMA peaks, the probe's runs), or T{} if absent.
 template <class T>
-T PeakOf(const AttentionBenchResult& r, const std::vector<T>& peaks, int threads) {
-  for (size_t i = 0; i < r.read_bw_gb_per_s.size() && i < peaks.size(); ++i) {
-    if (r.read_bw_gb_per_s[i].first == threads) return peaks[i];
+T ForThreads(const AttentionBenchResult& r, const std::vector<T>& per_threads, int threads) {
+  for (size_t i = 0; i < r.read_bw_gb_per_s.size() && i < per_threads.size(); ++i) {
+    if (r.read_bw_gb_per_s[i].first == threads) return per_threads[i];
   }
   return T{};
 }
 double FmaPeakOf(const AttentionBenchResult& r, int threads) {
-  return PeakOf(r, r.fma_peak_gmacs, threads);
+  return ForThreads(r, r.fma_peak_gmacs, threads);
 }
 
 // Per dtype and thread count (the same for every context and layout): the KV GB/s at which the
@@ -296,11 +297,11 @@ std::string FormatAttentionBenchJson(const AttentionBenchResult& r) {
     j["tokens_per_s"] = row.tokens_per_s;
     j["kv_gb_per_s"] = row.kv_gb_per_s;
     j["read_bw_gb_per_s"] = row.read_bw_gb_per_s;
-    j["read_bw_streams"] = PeakOf(r, r.read_bw_streams, row.threads);
+    j["read_bw_streams"] = ForThreads(r, r.read_bw_streams, row.threads);
     j["fraction_of_read_bw"] = row.fraction_of_read_bw;
     j["fma_peak_gmacs_per_s"] = FmaPeakOf(r, row.threads);
     j["fma_ceiling_gb_per_s"] = row.fma_ceiling_gb_per_s;
-    j["f16_fma_peak_gmacs_per_s"] = PeakOf(r, r.f16_fma_peak_gmacs, row.threads);
+    j["f16_fma_peak_gmacs_per_s"] = ForThreads(r, r.f16_fma_peak_gmacs, row.threads);
     if (row.kv_dtype == KvDtype::kF16) j["f16_fma_ceiling_gb_per_s"] = row.f16_fma_ceiling_gb_per_s;
     rows.push_back(std::move(j));
   }
