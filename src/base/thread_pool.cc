@@ -68,13 +68,20 @@ void ThreadPool::ChunkBounds(int64_t n, int64_t num_chunks, int64_t index, int64
 }
 
 void ThreadPool::RunChunk(int64_t index) {
-  if (index >= job_chunks_) return;
-  int64_t begin;
-  int64_t end;
-  ChunkBounds(job_n_, job_chunks_, index, &begin, &end);
   const ThreadPool* outer = tls_running_pool;
   tls_running_pool = this;
-  (*job_fn_)(begin, end);
+  if (job_grain_ > 0) {
+    for (;;) {
+      const int64_t begin = next_piece_.fetch_add(job_grain_, std::memory_order_relaxed);
+      if (begin >= job_n_) break;
+      (*job_fn_)(begin, std::min(job_n_, begin + job_grain_));
+    }
+  } else if (index < job_chunks_) {
+    int64_t begin;
+    int64_t end;
+    ChunkBounds(job_n_, job_chunks_, index, &begin, &end);
+    (*job_fn_)(begin, end);
+  }
   tls_running_pool = outer;
 }
 
@@ -92,6 +99,33 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t, int64_
   job_fn_ = &fn;
   job_n_ = n;
   job_chunks_ = std::min<int64_t>(n, num_threads());
+  job_grain_ = 0;
+  RunJob();
+}
+
+void ThreadPool::ParallelForDynamic(int64_t n, int64_t grain,
+                                    const std::function<void(int64_t, int64_t)>& fn) {
+  KV_CHECK(grain >= 1) << "grain=" << grain;
+  if (n <= 0) return;
+  KV_CHECK(tls_running_pool != this) << "nested ParallelFor on the same ThreadPool";
+  if (workers_.empty() || n <= grain) {  // One piece, or no one to share with.
+    const ThreadPool* outer = tls_running_pool;
+    tls_running_pool = this;
+    for (int64_t begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
+    tls_running_pool = outer;
+    return;
+  }
+  std::lock_guard<std::mutex> call_lock(call_mu_);
+  job_fn_ = &fn;
+  job_n_ = n;
+  job_chunks_ = 0;
+  job_grain_ = grain;
+  // Relaxed: the generation bump below (release) publishes it to the workers.
+  next_piece_.store(0, std::memory_order_relaxed);
+  RunJob();
+}
+
+void ThreadPool::RunJob() {
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);

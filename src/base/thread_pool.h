@@ -14,10 +14,10 @@
 //   * ParallelFor returns after every chunk has finished; everything the chunks wrote is then
 //     visible to the caller (the completion count is an acquire/release handshake).
 //
-// Chunking: [0, n) is split into min(n, num_threads()) contiguous chunks whose sizes differ by at
-// most one, in index order; chunk 0 runs on the calling thread and chunk i on worker i - 1. The
-// split depends only on n and num_threads(), never on timing, so results that depend on the split
-// (none should: kernels are written to be split-invariant) are still reproducible.
+// Chunking (ParallelFor): [0, n) is split into min(n, num_threads()) contiguous chunks whose sizes
+// differ by at most one, in index order; chunk 0 runs on the calling thread and chunk i on worker i
+// - 1. The split depends only on n and num_threads(), never on timing, so results that depend on
+// the split (none should: kernels are written to be split-invariant) are still reproducible.
 //
 // Waiting: workers and the caller spin briefly (kSpinIterations pause instructions, tens of
 // microseconds) before sleeping on a condition variable, because a decode step issues hundreds of
@@ -51,6 +51,15 @@ class ThreadPool {
   // above) and blocks until all have returned. n <= 0 calls nothing.
   void ParallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
 
+  // Calls fn(begin, end) once for each piece [k * grain, min(n, (k + 1) * grain)) of [0, n) and
+  // blocks until all have returned. The pieces are claimed in index order by whichever thread is
+  // free, the caller included: a thread that starts late or runs slow takes fewer pieces, and
+  // none waits while work is left. Which thread runs which piece depends on timing, so fn's
+  // results must not depend on it (the kernels' split invariance). grain >= 1; n <= 0 calls
+  // nothing.
+  void ParallelForDynamic(int64_t n, int64_t grain,
+                          const std::function<void(int64_t begin, int64_t end)>& fn);
+
   // The machine's hardware thread count (at least 1): a default for --threads.
   static int DefaultThreadCount();
 
@@ -60,8 +69,11 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int worker_index);
-  // Runs chunk `index` of the current job when the job has that many chunks.
+  // Runs chunk `index` of the current job when the job has that many chunks; for a dynamic job,
+  // claims and runs pieces until none is left.
   void RunChunk(int64_t index);
+  // Publishes the job set in job_* to the workers, runs the caller's share and waits for them.
+  void RunJob();
 
   std::vector<std::thread> workers_;
 
@@ -73,6 +85,9 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_fn_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_chunks_ = 0;
+  // Dynamic jobs (ParallelForDynamic): piece size, and the next piece's first index.
+  int64_t job_grain_ = 0;  // 0: a static job.
+  std::atomic<int64_t> next_piece_{0};
 
   // Incremented once per job; workers run each generation exactly once.
   std::atomic<uint64_t> generation_{0};

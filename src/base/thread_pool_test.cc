@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -124,6 +126,72 @@ TEST(ThreadPoolTest, ConcurrentCallersAreSerialized) {
   EXPECT_EQ(total.load(), 3 * 100 * 10);
 }
 
+// ParallelForDynamic: every index once, in the pieces [k * grain, min(n, (k + 1) * grain)).
+TEST(ThreadPoolTest, DynamicCoversEveryIndexOnceInPieces) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 16, 100, 1001}) {
+      for (int64_t grain : {1, 3, 16, 5000}) {
+        SCOPED_TRACE(testing::Message()
+                     << "threads=" << threads << " n=" << n << " grain=" << grain);
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::atomic<int64_t> calls{0};
+        pool.ParallelForDynamic(n, grain, [&](int64_t begin, int64_t end) {
+          EXPECT_EQ(begin % grain, 0);
+          EXPECT_EQ(end, std::min(n, begin + grain));
+          for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+          calls.fetch_add(1);
+        });
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i;
+        EXPECT_EQ(calls.load(), (n + grain - 1) / grain);
+      }
+    }
+  }
+}
+
+// A thread held up in one piece leaves the rest to the others: the piece that starts at 0 waits
+// until every other piece is done, which a static split (whose first chunk would hold more
+// pieces) could never see.
+TEST(ThreadPoolTest, DynamicPiecesGoToTheFreeThread) {
+  ThreadPool pool(2);
+  for (int round = 0; round < 20; ++round) {
+    const int64_t n = 64;
+    std::atomic<int64_t> others_done{0};
+    bool waited_out = true;
+    pool.ParallelForDynamic(n, 1, [&](int64_t begin, int64_t) {
+      if (begin != 0) {
+        others_done.fetch_add(1);
+        return;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (others_done.load() < n - 1) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          waited_out = false;
+          break;
+        }
+        std::this_thread::yield();
+      }
+    });
+    ASSERT_TRUE(waited_out) << "round " << round << ": the other pieces did not run meanwhile";
+  }
+}
+
+TEST(ThreadPoolTest, DynamicAndStaticCallsInterleave) {
+  ThreadPool pool(3);
+  std::vector<int64_t> data(1000);
+  for (int round = 1; round <= 100; ++round) {
+    const auto add = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) data[static_cast<size_t>(i)] += i;
+    };
+    if (round % 2 == 0) {
+      pool.ParallelFor(static_cast<int64_t>(data.size()), add);
+    } else {
+      pool.ParallelForDynamic(static_cast<int64_t>(data.size()), 37, add);
+    }
+  }
+  for (size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], 100 * static_cast<int64_t>(i));
+}
+
 TEST(ThreadPoolTest, DefaultThreadCountIsPositive) {
   EXPECT_GE(ThreadPool::DefaultThreadCount(), 1);
 }
@@ -136,6 +204,23 @@ TEST(ThreadPoolDeathTest, NestedCallOnSamePoolChecks) {
                          [&](int64_t, int64_t) { pool.ParallelFor(1, [](int64_t, int64_t) {}); });
       },
       "nested ParallelFor");
+}
+
+TEST(ThreadPoolDeathTest, DynamicNestedCallAndZeroGrainCheck) {
+  EXPECT_DEATH(
+      {
+        ThreadPool pool(2);
+        pool.ParallelForDynamic(8, 1, [&](int64_t, int64_t) {
+          pool.ParallelForDynamic(1, 1, [](int64_t, int64_t) {});
+        });
+      },
+      "nested ParallelFor");
+  EXPECT_DEATH(
+      {
+        ThreadPool pool(2);
+        pool.ParallelForDynamic(8, 0, [](int64_t, int64_t) {});
+      },
+      "grain=0");
 }
 
 }  // namespace

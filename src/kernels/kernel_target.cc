@@ -1,9 +1,9 @@
 // Kernel tables per target, the one in use, and the override.
 #include "kernels/kernel_target.h"
 
-
 #include <atomic>
 #include <cctype>
+#include <limits>
 
 #include "base/check.h"
 #include "base/strings.h"
@@ -58,6 +58,7 @@ void kernels_internal::FillReferenceKernels(KernelTable* table) {
   table->target_name = kReferenceName;
   table->hwy_target = 0;
   table->matmul_rows = &kernels_ref::MatMulRows;
+  table->matmul_stream_tokens = std::numeric_limits<int64_t>::max();  // No setup per call.
   table->dequantize_row = &kernels_ref::DequantizeRow;
   table->quant_dot = &kernels_ref::QuantDotTokens;
   table->rms_norm = &kernels_ref::RmsNorm;

@@ -32,6 +32,10 @@ struct KernelTable {
   // Requires IsMatMulFormat(w.type). Never reads outside those rows of w.
   void (*matmul_rows)(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
                       int64_t row_end, float* y) = nullptr;
+  // Float formats: a matmul_rows call with at most this many tokens streams its rows with no
+  // per-call setup; one with more packs its tokens' activations first, once per call (so MatMul
+  // gives such calls long row ranges). The block-quantized formats never have per-call setup.
+  int64_t matmul_stream_tokens = 0;
   // Block-quantized formats: one weight row with n_tokens quantized activation rows
   // (quant_dot.h), y[t * y_stride] equal to kernels_ref::QuantDot bit for bit. MatMul quantizes
   // each token once per call and calls this per row; matmul_rows does the same for those formats.

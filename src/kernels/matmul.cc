@@ -16,6 +16,8 @@ namespace {
 // Output rows per unit of ParallelFor work: a multiple of every target's row tile (4), so tiles
 // are never split between threads, and large enough that a unit amortizes its setup.
 constexpr int64_t kRowsPerUnit = 16;
+// Pieces per thread of the dynamic split (RunUnits) where a matmul_rows call has no setup.
+constexpr int64_t kPiecesPerThread = 8;
 
 // The activations of one call, quantized once per activation format that its weights need
 // (quant_dot.h), before the rows are split over threads. Each token's row depends only on that
@@ -57,6 +59,27 @@ class QuantizedActivations {
   std::vector<uint8_t> rows_[3];  // Indexed by ActivationFormat.
 };
 
+// Runs run(unit_begin, unit_end) over [0, units) on the pool's threads, in pieces claimed by
+// whichever thread is free (ThreadPool::ParallelForDynamic): kPiecesPerThread per thread where a
+// call has no setup, so a thread that starts late (on the Zen 4 VM the worker began a decode
+// step's calls 37 us after the caller on average, and the caller spent 10% of its time waiting)
+// or runs slow (a busy host) leaves its share to the others instead of keeping them waiting
+// (llama-1b decode at depth 0, 2 threads: 15.1 -> 16.9 tok/s, means of eight alternations,
+// docs/runtime.md). Where each call packs its tokens' activations first (float formats, token
+// tiles), one piece per thread, as long as a static split's.
+template <class F>
+void RunUnits(ThreadPool* pool, int64_t units, bool call_setup, const F& run) {
+  if (pool == nullptr || units == 1) return run(0, units);
+  const int64_t pieces = pool->num_threads() * (call_setup ? 1 : kPiecesPerThread);
+  pool->ParallelForDynamic(units, std::max<int64_t>(1, (units + pieces - 1) / pieces), run);
+}
+
+// Whether a matmul_rows call on w with n_tokens tokens has per-call setup (KernelTable).
+bool HasCallSetup(const KernelTable& k, const WeightView& w, int64_t n_tokens) {
+  return !ActivationFormatOf(*WeightFormatOf(w.type)).has_value() &&
+         n_tokens > k.matmul_stream_tokens;
+}
+
 }  // namespace
 
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool) {
@@ -70,14 +93,9 @@ void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
   QuantizedActivations xq(x, n_tokens, w.cols);
   xq.Prepare(*WeightFormatOf(w.type));
   const int64_t units = (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
-  const auto run = [&](int64_t unit_begin, int64_t unit_end) {
+  RunUnits(pool, units, HasCallSetup(k, w, n_tokens), [&](int64_t unit_begin, int64_t unit_end) {
     xq.Rows(k, w, unit_begin * kRowsPerUnit, std::min(w.rows, unit_end * kRowsPerUnit), y);
-  };
-  if (pool == nullptr || units == 1) {
-    run(0, units);
-  } else {
-    pool->ParallelFor(units, run);
-  }
+  });
 }
 
 void MatMulMulti(std::span<const WeightView* const> ws, const float* x, int64_t n_tokens,
@@ -110,12 +128,9 @@ void MatMulMulti(std::span<const WeightView* const> ws, const float* x, int64_t 
               std::min(w.rows, (e - first_unit[i]) * kRowsPerUnit), ys[i]);
     }
   };
-  const int64_t units = first_unit[ws.size()];
-  if (pool == nullptr || units == 1) {
-    run(0, units);
-  } else {
-    pool->ParallelFor(units, run);
-  }
+  bool call_setup = false;
+  for (const WeightView* w : ws) call_setup = call_setup || HasCallSetup(k, *w, n_tokens);
+  RunUnits(pool, first_unit[ws.size()], call_setup, run);
 }
 
 void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst) {

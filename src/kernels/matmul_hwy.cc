@@ -688,6 +688,7 @@ void FillMatMul(KernelTable* table) {
   table->target_name = hwy::TargetName(HWY_TARGET);
   table->hwy_target = HWY_TARGET;
   table->matmul_rows = &MatMulRowsT;
+  table->matmul_stream_tokens = kMaxStreamTokens;
   table->dequantize_row = &DequantizeRowT;
   table->quant_dot = QuantDotForTarget();
 }
