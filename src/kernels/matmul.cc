@@ -61,9 +61,9 @@ class QuantizedActivations {
 
 // Runs run(unit_begin, unit_end) over [0, units) on the pool's threads, in pieces claimed by
 // whichever thread is free (ThreadPool::ParallelForDynamic): kPiecesPerThread per thread where a
-// call has no setup, so a thread that starts late (on the Zen 4 VM the worker began a decode
-// step's calls 37 us after the caller on average, and the caller spent 10% of its time waiting)
-// or runs slow (a busy host) leaves its share to the others instead of keeping them waiting
+// call has no setup, so a thread that runs slow (a busy host) or starts late leaves its share to
+// the others instead of keeping them waiting (on the Zen 4 VM the caller of a decode step's
+// matmuls spent about 10% of its time waiting for the worker with a static split)
 // (llama-1b decode at depth 0, 2 threads: 15.1 -> 16.9 tok/s, means of eight alternations,
 // docs/runtime.md). Where each call packs its tokens' activations first (float formats, token
 // tiles), one piece per thread, as long as a static split's.
