@@ -69,7 +69,7 @@ class QuantizedActivations {
 // tiles), one piece per thread, as long as a static split's.
 template <class F>
 void RunUnits(ThreadPool* pool, int64_t units, bool call_setup, const F& run) {
-  if (pool == nullptr || units == 1) return run(0, units);
+  if (pool == nullptr || pool->num_threads() == 1 || units == 1) return run(0, units);
   const int64_t pieces = pool->num_threads() * (call_setup ? 1 : kPiecesPerThread);
   pool->ParallelForDynamic(units, std::max<int64_t>(1, (units + pieces - 1) / pieces), run);
 }
