@@ -8,7 +8,9 @@
 //   ColumnBlockOffset(rows, B, j, elem) + r * width_j * elem,
 // and every block but the last is rows x B. The tensor's size does not change. A decode matmul
 // then streams one block's rows while only that block's B activations stay in L1, instead of a
-// whole row's (docs/runtime.md, "Column blocks").
+// whole row's (docs/runtime.md, "Column blocks"). For a block-quantized type the "elements" of
+// these functions are its blocks (ggml's: 32 or 256 columns, bytes_per_block bytes), and B a
+// whole number of them.
 #pragma once
 
 #include <cstddef>
@@ -18,10 +20,35 @@
 
 namespace kvengine {
 
-// The tensor types column blocks are defined for: those of fixed-size elements the CPU kernels
-// multiply directly (F32, F16, BF16), one column an element.
+// The tensor types column blocks are defined for: the float types the CPU kernels multiply
+// directly (F32, F16, BF16; one column an element) and the block-quantized types they multiply
+// with quantized activations (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; one ggml block an
+// element).
 inline bool ColumnBlockType(GgmlType type) {
-  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16;
+  switch (type) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Column block widths of `type` are whole multiples of this many columns: 64 for the float types
+// (every block but the last a whole number of vectors on every x86 target), 256 for the
+// quantized ones (a K-quant super-block; eight 32-column blocks, so that the quantized dot
+// products keep numbering their eight lane accumulators as over a whole row, quant_dot.h).
+inline int64_t ColumnBlockAlign(GgmlType type) {
+  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 ? 64 : 256;
 }
 
 // Columns of block j (the last one may be narrower). Requires 0 <= j < ColumnBlocks(cols, B).

@@ -47,15 +47,16 @@ TEST(GgufLayoutTest, PackPutsEachElementInItsBlockAndUnpackRestores) {
   EXPECT_EQ(ColumnBlockOffset(2048, 1920, 2, 2), size_t{2} * 1920 * 2048 * 2);
 }
 
-// A file with a 3 x 200 f16 matrix "wide", a 3 x 200 q8_0 one and a 1-D f32 "norm".
+// A file with a 3 x 200 f16 matrix "wide", a 3 x 512 q8_0 one "quant" (16 blocks of 34 bytes a
+// row, each block's bytes distinct) and a 1-D f32 "norm".
 std::vector<uint8_t> LayoutFile(std::vector<uint8_t>* wide_bytes) {
   GgufWriter w;
   wide_bytes->resize(3 * 200 * 2);
   for (size_t i = 0; i < wide_bytes->size(); ++i) (*wide_bytes)[i] = static_cast<uint8_t>(i * 7);
   EXPECT_TRUE(w.AddTensor("wide", GgmlType::kF16, std::vector<int64_t>{200, 3}, *wide_bytes).ok());
-  EXPECT_TRUE(w.AddTensor("quant", GgmlType::kQ8_0, std::vector<int64_t>{192, 3},
-                          std::vector<uint8_t>(3 * 6 * 34, 0x11))
-                  .ok());
+  std::vector<uint8_t> quant(3 * 16 * 34);
+  for (size_t i = 0; i < quant.size(); ++i) quant[i] = static_cast<uint8_t>(i * 13 + 5);
+  EXPECT_TRUE(w.AddTensor("quant", GgmlType::kQ8_0, std::vector<int64_t>{512, 3}, quant).ok());
   EXPECT_TRUE(
       w.AddTensor("norm", GgmlType::kF32, std::vector<int64_t>{4}, std::vector<uint8_t>(16, 1))
           .ok());
@@ -108,13 +109,33 @@ TEST(GgufLayoutTest, OwnedCopiesStoreWhatTheLoaderAsksFor) {
   std::filesystem::remove(path);
 }
 
-TEST(GgufLayoutTest, RefusesColumnBlocksForQuantizedOrOneDimensionalTensors) {
+// A quantized matrix is packed in units of its blocks: 256 columns are 8 blocks of 34 bytes.
+TEST(GgufLayoutTest, QuantizedTensorsPackInUnitsOfTheirBlocks) {
+  std::vector<uint8_t> wide;
+  const std::vector<uint8_t> file = LayoutFile(&wide);
+  Result<std::unique_ptr<GgufFile>> rows = GgufFile::FromBytes(file, {});
+  ASSERT_TRUE(rows.ok());
+  const GgufTensor* q = (*rows)->FindTensor("quant");
+  std::vector<uint8_t> want(q->data.size());
+  PackColumnBlocks(q->data.data(), 3, 16, 34, 8, want.data());
+  GgufLoadOptions options;
+  options.column_block = [](const GgufTensor& x) -> int64_t { return x.name == "quant" ? 256 : 0; };
+  Result<std::unique_ptr<GgufFile>> f = GgufFile::FromBytes(file, options);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const GgufTensor* t = (*f)->FindTensor("quant");
+  EXPECT_EQ(t->column_block, 256);
+  EXPECT_TRUE(std::equal(t->data.begin(), t->data.end(), want.begin(), want.end()));
+}
+
+// Refused, naming the tensor: a quantized width that is not a multiple of 256 (64 is one for the
+// float types), and any width for a 1-D tensor.
+TEST(GgufLayoutTest, RefusesColumnBlocksItCannotStore) {
   std::vector<uint8_t> wide;
   const std::vector<uint8_t> file = LayoutFile(&wide);
   for (const std::string name : {"quant", "norm"}) {
     GgufLoadOptions options;
     options.column_block = [name](const GgufTensor& t) -> int64_t {
-      return t.name == name ? 2 : 0;
+      return t.name != name ? 0 : name == "quant" ? 64 : 2;
     };
     const Result<std::unique_ptr<GgufFile>> f = GgufFile::FromBytes(file, options);
     ASSERT_FALSE(f.ok()) << name;

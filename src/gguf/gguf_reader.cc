@@ -70,14 +70,26 @@ Status ApplyColumnBlocks(const GgufLoadOptions& options, uint8_t* bytes, GgufCon
     if (block <= 0 || block >= t.dims[0]) continue;
     if (!ColumnBlockType(t.type) || t.n_dims != 2) {
       return InvalidArgument(fmt::format(
-          "tensor '{}' ({}, {} dims) cannot be stored in column blocks: only 2-D f32, f16 and "
-          "bf16 tensors can",
+          "tensor '{}' ({}, {} dims) cannot be stored in column blocks: only 2-D f32, f16, bf16 "
+          "and q8_0 ... q6_K tensors can",
           t.name, GgmlTypeName(t.type), t.n_dims));
+    }
+    if (block % ColumnBlockAlign(t.type) != 0) {
+      return InvalidArgument(
+          fmt::format("tensor '{}' ({}): column blocks of {} columns, not a multiple of {}", t.name,
+                      GgmlTypeName(t.type), block, ColumnBlockAlign(t.type)));
+    }
+    // In units of the type's blocks (one column each for the float types).
+    const GgmlTypeTraits traits = GetGgmlTypeTraits(t.type);
+    if (t.dims[0] % traits.block_size != 0) {
+      return InvalidArgument(
+          fmt::format("tensor '{}' ({}): rows of {} columns are not whole blocks", t.name,
+                      GgmlTypeName(t.type), t.dims[0]));
     }
     uint8_t* data = bytes + (t.data.data() - bytes);  // The tensor, writable.
     rows.assign(t.data.begin(), t.data.end());
-    PackColumnBlocks(rows.data(), t.dims[1], t.dims[0], GetGgmlTypeTraits(t.type).bytes_per_block,
-                     block, data);
+    PackColumnBlocks(rows.data(), t.dims[1], t.dims[0] / traits.block_size, traits.bytes_per_block,
+                     block / traits.block_size, data);
     t.column_block = block;
   }
   return Status::Ok();

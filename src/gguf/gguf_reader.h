@@ -51,8 +51,8 @@ struct GgufTensor {
   uint64_t byte_size;  // GgmlTensorBytes(type, shape()); data.size() == byte_size.
   std::span<const uint8_t> data;  // Inside the data section, overlapping no other tensor.
   // The layout of `data`: 0, the file's (ggml rows); B > 0, column blocks of width B
-  // (gguf_layout.h), which a loader asked for through GgufLoadOptions. Only 2-D F32, F16 and BF16
-  // tensors of an owned copy are ever stored so.
+  // (gguf_layout.h), which a loader asked for through GgufLoadOptions. Only 2-D tensors of the
+  // types of ColumnBlockType (gguf_layout.h) in an owned copy are ever stored so.
   int64_t column_block = 0;
 
   std::span<const int64_t> shape() const { return {dims.data(), n_dims}; }
@@ -63,8 +63,9 @@ struct GgufTensor {
 struct GgufLoadOptions {
   // For each tensor, the column block width to store it in (gguf_layout.h), or 0 for the file's
   // layout; unset: every tensor as in the file. A width >= the tensor's columns is the file's
-  // layout as well. Any other width > 0 must be asked only of a 2-D F32, F16 or BF16 tensor: for
-  // another, loading fails naming it.
+  // layout as well. Any other width > 0 must be asked only of a 2-D tensor of a ColumnBlockType
+  // type, in a multiple of its ColumnBlockAlign (gguf_layout.h): for another, loading fails naming
+  // it.
   std::function<int64_t(const GgufTensor&)> column_block;
 };
 

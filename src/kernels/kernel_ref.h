@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/quant_dot.h"
 #include "kernels/weight_view.h"
 
 namespace kvengine::kernels_ref {
@@ -24,6 +25,11 @@ void DequantizeRow(GgmlType type, const uint8_t* src, int64_t n, float* dst);
 // (quant_dot.h: its layout, and the exact definition this computes). MatMulRows uses it for
 // every format with an ActivationFormatOf.
 float QuantDot(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t cols);
+// One column range of a row for every token, carrying their states (quant_dot.h, "Column
+// ranges"); QuantDot is the range [0, cols) from a zero state, then QuantDotFinish.
+void QuantDotRange(WeightFormat format, const uint8_t* chunk, int64_t c0, int64_t width,
+                   int64_t cols, const uint8_t* xq, size_t xq_stride, int64_t n_tokens,
+                   QuantDotState* state);
 // y[t * y_stride] = QuantDot(format, row, xq + t * xq_stride, cols) for t < n_tokens.
 void QuantDotTokens(WeightFormat format, const uint8_t* row, int64_t cols, const uint8_t* xq,
                     size_t xq_stride, int64_t n_tokens, float* y, int64_t y_stride);

@@ -61,6 +61,7 @@ void kernels_internal::FillReferenceKernels(KernelTable* table) {
   table->matmul_stream_tokens = std::numeric_limits<int64_t>::max();  // No setup per call.
   table->dequantize_row = &kernels_ref::DequantizeRow;
   table->quant_dot = &kernels_ref::QuantDotTokens;
+  table->quant_dot_range = &kernels_ref::QuantDotRange;
   table->rms_norm = &kernels_ref::RmsNorm;
   table->softmax = &kernels_ref::Softmax;
   table->swiglu = &kernels_ref::SwiGlu;

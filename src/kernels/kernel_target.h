@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/quant_dot.h"
 #include "kernels/weight_view.h"
 
 namespace kvengine {
@@ -41,6 +42,9 @@ struct KernelTable {
   // each token once per call and calls this per row; matmul_rows does the same for those formats.
   void (*quant_dot)(WeightFormat format, const uint8_t* row, int64_t cols, const uint8_t* xq,
                     size_t xq_stride, int64_t n_tokens, float* y, int64_t y_stride) = nullptr;
+  // The same over one column range of a row, carrying each token's state (quant_dot.h, "Column
+  // ranges"), kernels_ref::QuantDotRange bit for bit; MatMul walks matrices with it.
+  kernels_internal::QuantDotRangeFn quant_dot_range = nullptr;
   // DequantizeRow (matmul.h).
   void (*dequantize_row)(GgmlType type, const uint8_t* src, int64_t n, float* dst) = nullptr;
   // vector_ops.h.

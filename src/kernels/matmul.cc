@@ -48,8 +48,9 @@ class QuantizedActivations {
     if (!af.has_value()) return k.matmul_rows(w, x_, n_tokens_, row_begin, row_end, y);
     const std::vector<uint8_t>& buf = rows_[static_cast<size_t>(*af)];
     KV_DCHECK(!buf.empty());
-    kernels_internal::QuantMatMulRows(k.quant_dot, w, buf.data(), ActivationRowBytes(*af, cols_),
-                                      n_tokens_, row_begin, row_end, y);
+    kernels_internal::QuantMatMulRows(k.quant_dot, k.quant_dot_range, w, buf.data(),
+                                      ActivationRowBytes(*af, cols_), n_tokens_, row_begin, row_end,
+                                      y);
   }
 
  private:

@@ -2,7 +2,8 @@
 // on every compiled target, through every path of MatMul (the decode streams, which take the
 // blocks one at a time with their accumulators saved between them, and the token tiles, which run
 // the blocks in turn per tile) and through the scalar reference; DequantizeWeightRow gathers a
-// row; CheckWeightView refuses blocks the kernels cannot read; PreferredColumnBlock's widths.
+// row; the quantized types' dot products carry their accumulators across blocks to the same bits;
+// CheckWeightView refuses blocks the kernels cannot read; PreferredColumnBlock's widths.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -24,15 +25,20 @@ using kernels_test::ScopedKernelTarget;
 using kernels_test::TestWeights;
 
 constexpr GgmlType kBlockFloatTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16};
+constexpr GgmlType kBlockQuantTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+                                         GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K,
+                                         GgmlType::kQ5_K, GgmlType::kQ6_K};
 
-// w's rows (ggml layout, padded rows allowed) in column blocks of `block`.
+// w's rows (ggml layout, padded rows allowed) in column blocks of `block` (in units of the type's
+// blocks, as the loader packs them).
 struct BlockedWeights {
   std::vector<uint8_t> bytes;
   WeightView view;
 };
 BlockedWeights Blocked(const WeightView& rows, int64_t block) {
-  const size_t elem = GetGgmlTypeTraits(rows.type).bytes_per_block;
-  const size_t row_bytes = static_cast<size_t>(rows.cols) * elem;
+  const GgmlTypeTraits traits = GetGgmlTypeTraits(rows.type);
+  const size_t elem = traits.bytes_per_block;
+  const size_t row_bytes = static_cast<size_t>(rows.cols / traits.block_size) * elem;
   std::vector<uint8_t> dense(static_cast<size_t>(rows.rows) * row_bytes);
   for (int64_t r = 0; r < rows.rows; ++r) {
     std::memcpy(dense.data() + static_cast<size_t>(r) * row_bytes,
@@ -40,7 +46,8 @@ BlockedWeights Blocked(const WeightView& rows, int64_t block) {
   }
   BlockedWeights b;
   b.bytes.resize(dense.size());
-  PackColumnBlocks(dense.data(), rows.rows, rows.cols, elem, block, b.bytes.data());
+  PackColumnBlocks(dense.data(), rows.rows, rows.cols / traits.block_size, elem,
+                   block / traits.block_size, b.bytes.data());
   b.view = {rows.type, rows.rows, rows.cols, b.bytes.data(), row_bytes, block};
   return b;
 }
@@ -87,6 +94,52 @@ TEST(MatMulColumnBlocksTest, SameBitsAsRowsOnEveryTargetAndPath) {
   }
 }
 
+// The quantized types (their dot products carry each token's lane accumulators from block to
+// block, quant_dot.h): blocks of 256 and 512 columns; a last block of 288 (9 blocks of 32: a
+// partial group of 8, whose missing terms are +0) and of 32 (one block) for the 32-element
+// formats, whole super-blocks for the K-quants; rows 5, fewer than a group of anything.
+struct QuantBlockShape {
+  int64_t rows, cols, block;
+  bool k_quants;  // Also valid for Q4_K / Q5_K / Q6_K (cols a multiple of 256).
+};
+constexpr QuantBlockShape kQuantBlockShapes[] = {
+    {37, 768, 256, true}, {21, 1280, 512, true}, {21, 1312, 512, false}, {5, 544, 256, false}};
+// One token (the registers-only group path where a block is whole groups), 2, 3, 9 (more than
+// the x86 kernels' chunk of 8 tokens) and 40.
+constexpr int64_t kQuantBlockTokenCounts[] = {1, 2, 3, 9, 40};
+
+TEST(MatMulColumnBlocksTest, QuantizedSameBitsAsRowsOnEveryTarget) {
+  std::mt19937 rng(7);
+  ThreadPool two(2);
+  for (const std::string& target : AvailableKernelTargets()) {
+    ScopedKernelTarget scoped(target);
+    for (GgmlType type : kBlockQuantTypes) {
+      const bool k_quant = GetGgmlTypeTraits(type).block_size == 256;
+      for (const QuantBlockShape& s : kQuantBlockShapes) {
+        if (k_quant && !s.k_quants) continue;
+        const TestWeights rows = RandomWeights(rng, type, s.rows, s.cols);
+        const BlockedWeights blocked = Blocked(rows.view, s.block);
+        ASSERT_TRUE(CheckWeightView(blocked.view).ok()) << CheckWeightView(blocked.view).message();
+        for (int64_t n : kQuantBlockTokenCounts) {
+          SCOPED_TRACE(testing::Message()
+                       << target << " " << GgmlTypeName(type) << " " << s.rows << " x " << s.cols
+                       << " / " << s.block << ", " << n << " tokens");
+          const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
+          for (ThreadPool* pool : {&two, static_cast<ThreadPool*>(nullptr)}) {
+            std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size(), -1.0f);
+            MatMul(rows.view, x.data(), n, want.data(), pool);
+            MatMul(blocked.view, x.data(), n, got.data(), pool);
+            for (size_t i = 0; i < want.size(); ++i) {
+              ASSERT_TRUE(SameFloat(got[i], want[i]))
+                  << "output " << i << ": blocks " << got[i] << ", rows " << want[i];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulColumnBlocksTest, ReferenceAndRowLookupGatherTheBlocks) {
   std::mt19937 rng(6);
   const KernelTable& ref = ReferenceKernelTable();
@@ -109,14 +162,38 @@ TEST(MatMulColumnBlocksTest, ReferenceAndRowLookupGatherTheBlocks) {
           << GgmlTypeName(type) << " row " << r;
     }
   }
+  for (GgmlType type : kBlockQuantTypes) {  // The same for the quantized types.
+    const QuantBlockShape s = kQuantBlockShapes[1];
+    const TestWeights rows = RandomWeights(rng, type, s.rows, s.cols);
+    const BlockedWeights blocked = Blocked(rows.view, s.block);
+    const int64_t n = 3;
+    const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
+    std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size());
+    ref.matmul_rows(rows.view, x.data(), n, 0, s.rows, want.data());
+    ref.matmul_rows(blocked.view, x.data(), n, 0, s.rows, got.data());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_TRUE(SameFloat(got[i], want[i])) << GgmlTypeName(type) << " " << i;
+    }
+    std::vector<float> row(static_cast<size_t>(s.cols)), gathered(row.size());
+    for (int64_t r = 0; r < s.rows; ++r) {
+      DequantizeRow(type, rows.view.data + static_cast<size_t>(r) * rows.view.row_bytes, s.cols,
+                    row.data());
+      DequantizeWeightRow(blocked.view, r, gathered.data());
+      ASSERT_EQ(std::memcmp(row.data(), gathered.data(), row.size() * sizeof(float)), 0)
+          << GgmlTypeName(type) << " row " << r;
+    }
+  }
 }
 
 TEST(MatMulColumnBlocksTest, CheckWeightViewRefusesBlocksTheKernelsCannotRead) {
   std::vector<uint8_t> bytes(8192);
   EXPECT_TRUE(CheckWeightView({GgmlType::kF16, 2, 200, bytes.data(), 400, 64}).ok());
   EXPECT_TRUE(CheckWeightView({GgmlType::kF32, 2, 200, bytes.data(), 800, 128}).ok());
-  const Status quantized = CheckWeightView({GgmlType::kQ8_0, 2, 256, bytes.data(), 272, 64});
-  EXPECT_NE(quantized.message().find("column blocks"), std::string::npos) << quantized.message();
+  EXPECT_TRUE(CheckWeightView({GgmlType::kQ8_0, 2, 512, bytes.data(), 544, 256}).ok());
+  const Status quantized = CheckWeightView({GgmlType::kQ8_0, 2, 512, bytes.data(), 544, 64});
+  EXPECT_NE(quantized.message().find("multiple of 256"), std::string::npos) << quantized.message();
+  const Status other = CheckWeightView({GgmlType::kQ2_K, 2, 512, bytes.data(), 168, 256});
+  EXPECT_FALSE(other.ok());
   const Status odd = CheckWeightView({GgmlType::kF16, 2, 200, bytes.data(), 400, 48});
   EXPECT_NE(odd.message().find("multiple of 64"), std::string::npos) << odd.message();
   EXPECT_FALSE(CheckWeightView({GgmlType::kF16, 2, 200, bytes.data(), 400, -64}).ok());
@@ -124,7 +201,7 @@ TEST(MatMulColumnBlocksTest, CheckWeightViewRefusesBlocksTheKernelsCannotRead) {
   EXPECT_NE(padded.message().find("exactly 400 bytes"), std::string::npos) << padded.message();
 }
 
-TEST(MatMulColumnBlocksTest, PreferredWidthsAreTheFewestEqualBlocksOfAtMost2048) {
+TEST(MatMulColumnBlocksTest, PreferredWidthsAreTheFewestEqualBlocksOfAtMost2048Or8192) {
   EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 2048), 0);
   EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 2049), 1088);  // 2 blocks of 1025 -> 1088.
   EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 4096), 2048);
@@ -132,7 +209,19 @@ TEST(MatMulColumnBlocksTest, PreferredWidthsAreTheFewestEqualBlocksOfAtMost2048)
   EXPECT_EQ(PreferredColumnBlock(GgmlType::kF32, 11008), 1856);  // Llama-2-7B's.
   EXPECT_EQ(PreferredColumnBlock(GgmlType::kF16, 4100), 1408);
   EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ8_0, 5632), 0);
-  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ4_K, 11008), 0);
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ4_K, 11008), 5632);  // Llama-2-7B: 2 x 5504 -> 5632.
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ8_0, 8192), 0);
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ8_0, 14336), 7168);  // Llama-3-8B's down projection.
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ6_K, 14336), 7168);
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ4_0, 8448), 4352);  // 2 blocks of 4224 -> 4352.
+  EXPECT_EQ(PreferredColumnBlock(GgmlType::kQ2_K, 14336), 0);    // No kernel reads it in blocks.
+  for (int64_t cols : {8448, 11264, 14336, 28672}) {
+    const int64_t b = PreferredColumnBlock(GgmlType::kQ4_K, cols);
+    EXPECT_EQ(b % 256, 0) << cols;
+    EXPECT_LE(b, kMaxQuantColumnBlock) << cols;
+    EXPECT_EQ(ColumnBlocks(cols, b), (cols + kMaxQuantColumnBlock - 1) / kMaxQuantColumnBlock)
+        << cols;
+  }
   for (int64_t cols : {2049, 3000, 4096, 5632, 11008, 14336, 28672}) {
     const int64_t b = PreferredColumnBlock(GgmlType::kF16, cols);
     EXPECT_EQ(b % kColumnBlockAlign, 0) << cols;

@@ -583,13 +583,13 @@ void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
 // The quantized dot products of this target (quant_dot.h): the x86 kernels where the target has
 // AVX2 (the VNNI build under AVX3 when the CPU has VNNI), else the scalar reference. All of them
 // give the reference's bits, so the choice only changes speed.
-kernels_internal::QuantDotTokensFn QuantDotForTarget() {
+kernels_internal::X86QuantDots QuantDotForTarget() {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  static const kernels_internal::QuantDotTokensFn x86 =
+  static const kernels_internal::X86QuantDots x86 =
       kernels_internal::X86QuantDot(/*allow_vnni=*/HWY_TARGET <= HWY_AVX3);
-  if (x86 != nullptr) return x86;
+  if (x86.tokens != nullptr) return x86;
 #endif
-  return &kernels_ref::QuantDotTokens;
+  return {&kernels_ref::QuantDotTokens, &kernels_ref::QuantDotRange};
 }
 
 void MatMulRowsT(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
@@ -611,7 +611,8 @@ void MatMulRowsT(const WeightView& w, const float* x, int64_t n_tokens, int64_t 
     case WeightFormat::kQ4_K:
     case WeightFormat::kQ5_K:
     case WeightFormat::kQ6_K:
-      return kernels_internal::QuantMatMulRowsFromFloat(QuantDotForTarget(), w, x, n_tokens,
+      return kernels_internal::QuantMatMulRowsFromFloat(QuantDotForTarget().tokens,
+                                                        QuantDotForTarget().range, w, x, n_tokens,
                                                         row_begin, row_end, y);
   }
 }
@@ -690,7 +691,8 @@ void FillMatMul(KernelTable* table) {
   table->matmul_rows = &MatMulRowsT;
   table->matmul_stream_tokens = kMaxStreamTokens;
   table->dequantize_row = &DequantizeRowT;
-  table->quant_dot = QuantDotForTarget();
+  table->quant_dot = QuantDotForTarget().tokens;
+  table->quant_dot_range = QuantDotForTarget().range;
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -56,8 +56,8 @@ void MatMulRows(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
                 int64_t row_end, float* y) {
   const std::optional<WeightFormat> format = WeightFormatOf(w.type);
   if (format.has_value() && ActivationFormatOf(*format).has_value()) {
-    return kernels_internal::QuantMatMulRowsFromFloat(&QuantDotTokens, w, x, n_tokens, row_begin,
-                                                      row_end, y);
+    return kernels_internal::QuantMatMulRowsFromFloat(&QuantDotTokens, &QuantDotRange, w, x,
+                                                      n_tokens, row_begin, row_end, y);
   }
   std::vector<float> row(static_cast<size_t>(w.cols));  // One decoded weight row.
   for (int64_t r = row_begin; r < row_end; ++r) {

@@ -35,6 +35,14 @@
 // Every integer sum is exact in int32 (|isum| <= 256 * 63 * 31 * 127 < 2^31). Each float
 // operation is written out (no contraction), so a SIMD kernel that computes the integer sums in
 // any order and the float steps in this order equals the reference bit for bit.
+//
+// Column ranges (a matrix in column blocks, weight_view.h): a dot product may be taken over
+// consecutive ranges of columns [c0, c0 + width) of the row, each c0 a multiple of
+// kQuantRangeAlign and each range but the row's last a multiple of it wide, with a
+// QuantDotState per token carried from one range to the next: the 32-element formats' lane
+// accumulators acc[0..8) (lane k takes the blocks b of the whole row with b % 8 == k, which the
+// alignment to 8 blocks keeps), the K-quants' acc (lane 0). From a zero state, the ranges in
+// order and QuantDotFinish give exactly QuantDot's operations, so its bits.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +62,18 @@ struct Q8KBlock {
   int16_t bsums[16];  // bsums[k] = sum of qs[16 k .. 16 k + 16).
 };
 static_assert(sizeof(Q8KBlock) == 292);
+
+// Column ranges of a dot product start at multiples of this many columns (above).
+inline constexpr int64_t kQuantRangeAlign = 256;
+
+// A dot product's accumulators between column ranges (above).
+struct QuantDotState {
+  float lane[8] = {};
+};
+
+// The dot product from its state after the row's last range: the 32-element formats'
+// ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)), the K-quants' lane 0.
+float QuantDotFinish(WeightFormat format, const QuantDotState& state);
 
 // The activation format the weight format's dot products use, or nullopt for F32 / F16 / BF16
 // (those multiply f32 activations directly).
@@ -75,16 +95,29 @@ using QuantDotTokensFn = void (*)(WeightFormat format, const uint8_t* row, int64
                                   const uint8_t* xq, size_t xq_stride, int64_t n_tokens, float* y,
                                   int64_t y_stride);
 
+// One column range of one weight row with n_tokens quantized activation rows: `chunk` holds
+// columns [c0, c0 + width) of the row (whole blocks of `format`; c0 and width as above), token
+// t's quantized row of all `cols` columns is at xq + t * xq_stride, and state[t] is carried
+// (kernels_ref::QuantDotRange's signature; KernelTable::quant_dot_range).
+using QuantDotRangeFn = void (*)(WeightFormat format, const uint8_t* chunk, int64_t c0,
+                                 int64_t width, int64_t cols, const uint8_t* xq, size_t xq_stride,
+                                 int64_t n_tokens, QuantDotState* state);
+
 // y[t * w.rows + r] = dot of w's row r with token t for r in [row_begin, row_end), t < n_tokens,
 // where token t's quantized row is at xq + t * xq_stride. Every output equals its single-token
-// QuantDot, so neither the row range nor n_tokens can change its bits.
-void QuantMatMulRows(QuantDotTokensFn dot, const WeightView& w, const uint8_t* xq, size_t xq_stride,
-                     int64_t n_tokens, int64_t row_begin, int64_t row_end, float* y);
+// QuantDot, so neither the row range nor n_tokens nor w's column blocks can change its bits.
+// ggml rows go through `dot` a row at a time; a matrix in column blocks through `range`, one
+// block of every row (a group of rows at a time) before the next, so that only that block's
+// activations need to stay in L1.
+void QuantMatMulRows(QuantDotTokensFn dot, QuantDotRangeFn range, const WeightView& w,
+                     const uint8_t* xq, size_t xq_stride, int64_t n_tokens, int64_t row_begin,
+                     int64_t row_end, float* y);
 
 // The same from f32 activations: quantizes every token (ActivationFormatOf(w's format)), then
 // QuantMatMulRows. For KernelTable::matmul_rows; MatMul quantizes once per call instead.
-void QuantMatMulRowsFromFloat(QuantDotTokensFn dot, const WeightView& w, const float* x,
-                              int64_t n_tokens, int64_t row_begin, int64_t row_end, float* y);
+void QuantMatMulRowsFromFloat(QuantDotTokensFn dot, QuantDotRangeFn range, const WeightView& w,
+                              const float* x, int64_t n_tokens, int64_t row_begin, int64_t row_end,
+                              float* y);
 
 }  // namespace kernels_internal
 

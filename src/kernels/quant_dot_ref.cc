@@ -128,21 +128,59 @@ void QuantizeActivations(ActivationFormat format, const float* x, int64_t cols, 
   }
 }
 
-namespace kernels_internal {
-
-void QuantMatMulRows(QuantDotTokensFn dot, const WeightView& w, const uint8_t* xq, size_t xq_stride,
-                     int64_t n_tokens, int64_t row_begin, int64_t row_end, float* y) {
-  const std::optional<WeightFormat> format = WeightFormatOf(w.type);
-  KV_CHECK(format.has_value() && ActivationFormatOf(*format).has_value()) << GgmlTypeName(w.type);
-  // Rows outer, tokens inner: a row (a few KiB) stays in L1 while every token reads it.
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    dot(*format, w.data + static_cast<size_t>(r) * w.row_bytes, w.cols, xq, xq_stride, n_tokens,
-        y + r, w.rows);
+float QuantDotFinish(WeightFormat format, const QuantDotState& state) {
+  const float* a = state.lane;
+  switch (format) {
+    case WeightFormat::kQ4_K:
+    case WeightFormat::kQ5_K:
+    case WeightFormat::kQ6_K:
+      return a[0];
+    default:
+      return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
   }
 }
 
-void QuantMatMulRowsFromFloat(QuantDotTokensFn dot, const WeightView& w, const float* x,
-                              int64_t n_tokens, int64_t row_begin, int64_t row_end, float* y) {
+namespace kernels_internal {
+
+void QuantMatMulRows(QuantDotTokensFn dot, QuantDotRangeFn range, const WeightView& w,
+                     const uint8_t* xq, size_t xq_stride, int64_t n_tokens, int64_t row_begin,
+                     int64_t row_end, float* y) {
+  const std::optional<WeightFormat> format = WeightFormatOf(w.type);
+  KV_CHECK(format.has_value() && ActivationFormatOf(*format).has_value()) << GgmlTypeName(w.type);
+  if (w.col_block == 0) {
+    // Rows outer, tokens inner: a row (a few KiB) stays in L1 while every token reads it.
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      dot(*format, w.data + static_cast<size_t>(r) * w.row_bytes, w.cols, xq, xq_stride, n_tokens,
+          y + r, w.rows);
+    }
+    return;
+  }
+  // Column blocks: rows in groups whose states (rows x tokens, 32 KiB) stay near L1; within a
+  // group, each block of every row before the next block, so that the block's activations serve
+  // all of the group's rows from L1.
+  constexpr int64_t kGroupStates = 1024;
+  const int64_t group = std::max<int64_t>(1, kGroupStates / std::max<int64_t>(1, n_tokens));
+  thread_local std::vector<QuantDotState> states;
+  for (int64_t g0 = row_begin; g0 < row_end; g0 += group) {
+    const int64_t g1 = std::min(row_end, g0 + group);
+    states.assign(static_cast<size_t>((g1 - g0) * n_tokens), QuantDotState{});
+    for (int64_t j = 0; j < NumColumnBlocks(w); ++j) {
+      const ColumnBlockView b = ColumnBlockOf(w, j);
+      for (int64_t r = g0; r < g1; ++r) {
+        range(*format, b.base + static_cast<size_t>(r) * b.stride, b.c0, b.width, w.cols, xq,
+              xq_stride, n_tokens, states.data() + (r - g0) * n_tokens);
+      }
+    }
+    for (int64_t r = g0; r < g1; ++r) {
+      const QuantDotState* s = states.data() + (r - g0) * n_tokens;
+      for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = QuantDotFinish(*format, s[t]);
+    }
+  }
+}
+
+void QuantMatMulRowsFromFloat(QuantDotTokensFn dot, QuantDotRangeFn range, const WeightView& w,
+                              const float* x, int64_t n_tokens, int64_t row_begin, int64_t row_end,
+                              float* y) {
   const std::optional<WeightFormat> format = WeightFormatOf(w.type);
   KV_CHECK(format.has_value() && ActivationFormatOf(*format).has_value()) << GgmlTypeName(w.type);
   const ActivationFormat af = *ActivationFormatOf(*format);
@@ -151,7 +189,7 @@ void QuantMatMulRowsFromFloat(QuantDotTokensFn dot, const WeightView& w, const f
   for (int64_t t = 0; t < n_tokens; ++t) {
     QuantizeActivations(af, x + t * w.cols, w.cols, xq.data() + static_cast<size_t>(t) * stride);
   }
-  QuantMatMulRows(dot, w, xq.data(), stride, n_tokens, row_begin, row_end, y);
+  QuantMatMulRows(dot, range, w, xq.data(), stride, n_tokens, row_begin, row_end, y);
 }
 
 }  // namespace kernels_internal
@@ -224,19 +262,24 @@ size_t BlockBytes(WeightFormat format) {
   return 0;
 }
 
-float Dot32(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t cols) {
+// Dot32's blocks [c0 / 32, (c0 + width) / 32) of the row (`chunk` at the first), into the lane
+// accumulators acc. The row's last range also adds the +0 terms of the blocks past its end, up
+// to a multiple of 8.
+void Dot32Range(WeightFormat format, const uint8_t* chunk, int64_t c0, int64_t width, int64_t cols,
+                const uint8_t* xq, float* acc) {
   const int64_t nb = cols / 32;
+  const int64_t b0 = c0 / 32;
+  const int64_t b1 = c0 + width == cols ? (nb + 7) / 8 * 8 : (c0 + width) / 32;
   const size_t block_bytes = BlockBytes(format);
   const auto* q = reinterpret_cast<const int8_t*>(xq);
   const auto* dx = reinterpret_cast<const float*>(xq + cols);
   const float* sx = dx + nb;
-  float acc[8] = {};
-  for (int64_t b = 0; b < (nb + 7) / 8 * 8; ++b) {
+  for (int64_t b = b0; b < b1; ++b) {
     float term = 0.0f;
     if (b < nb) {
       int code[32];
       float dw, mw;
-      BlockCodes32(format, row + static_cast<size_t>(b) * block_bytes, code, &dw, &mw);
+      BlockCodes32(format, chunk + static_cast<size_t>(b - b0) * block_bytes, code, &dw, &mw);
       int32_t isum = 0;
       for (int j = 0; j < 32; ++j) isum += code[j] * q[32 * b + j];
       term = (dw * dx[b]) * static_cast<float>(isum);
@@ -244,14 +287,16 @@ float Dot32(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t 
     }
     acc[b % 8] = acc[b % 8] + term;
   }
-  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
-float DotK(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t cols) {
+// DotK's super-blocks [c0 / 256, (c0 + width) / 256) of the row (`chunk` at the first), into
+// acc.
+void DotKRange(WeightFormat format, const uint8_t* chunk, int64_t c0, int64_t width,
+               const uint8_t* xq, float* acc_io) {
   const size_t block_bytes = BlockBytes(format);
-  float acc = 0.0f;
-  for (int64_t b = 0; b < cols / 256; ++b) {
-    const uint8_t* p = row + static_cast<size_t>(b) * block_bytes;
+  float acc = *acc_io;
+  for (int64_t b = c0 / 256; b < (c0 + width) / 256; ++b) {
+    const uint8_t* p = chunk + static_cast<size_t>(b - c0 / 256) * block_bytes;
     Q8KBlock x;
     std::memcpy(&x, xq + static_cast<size_t>(b) * sizeof(Q8KBlock), sizeof(x));
     int y[256];  // Q6_K codes 0 .. 63.
@@ -297,30 +342,44 @@ float DotK(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t c
     acc = (acc + (LoadBlockF16(p) * x.d) * static_cast<float>(isum)) -
           (LoadBlockF16(p + 2) * x.d) * static_cast<float>(msum);
   }
-  return acc;
+  *acc_io = acc;
 }
 
 }  // namespace
 
-float QuantDot(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t cols) {
-  switch (format) {
-    case WeightFormat::kQ8_0:
-    case WeightFormat::kQ4_0:
-    case WeightFormat::kQ4_1:
-    case WeightFormat::kQ5_0:
-    case WeightFormat::kQ5_1:
-      return Dot32(format, row, xq, cols);
-    case WeightFormat::kQ4_K:
-    case WeightFormat::kQ5_K:
-    case WeightFormat::kQ6_K:
-      return DotK(format, row, xq, cols);
-    case WeightFormat::kF32:
-    case WeightFormat::kF16:
-    case WeightFormat::kBF16:
-      break;
+void QuantDotRange(WeightFormat format, const uint8_t* chunk, int64_t c0, int64_t width,
+                   int64_t cols, const uint8_t* xq, size_t xq_stride, int64_t n_tokens,
+                   QuantDotState* state) {
+  KV_CHECK(c0 % kQuantRangeAlign == 0 && (width % kQuantRangeAlign == 0 || c0 + width == cols))
+      << "column range [" << c0 << ", " << c0 + width << ") of " << cols;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const uint8_t* x = xq + static_cast<size_t>(t) * xq_stride;
+    switch (format) {
+      case WeightFormat::kQ8_0:
+      case WeightFormat::kQ4_0:
+      case WeightFormat::kQ4_1:
+      case WeightFormat::kQ5_0:
+      case WeightFormat::kQ5_1:
+        Dot32Range(format, chunk, c0, width, cols, x, state[t].lane);
+        continue;
+      case WeightFormat::kQ4_K:
+      case WeightFormat::kQ5_K:
+      case WeightFormat::kQ6_K:
+        DotKRange(format, chunk, c0, width, x, &state[t].lane[0]);
+        continue;
+      case WeightFormat::kF32:
+      case WeightFormat::kF16:
+      case WeightFormat::kBF16:
+        break;
+    }
+    KV_CHECK(false) << "no quantized dot for a float format";
   }
-  KV_CHECK(false) << "no quantized dot for a float format";
-  return 0.0f;
+}
+
+float QuantDot(WeightFormat format, const uint8_t* row, const uint8_t* xq, int64_t cols) {
+  QuantDotState state;
+  QuantDotRange(format, row, 0, cols, cols, xq, 0, 1, &state);
+  return QuantDotFinish(format, state);
 }
 
 void QuantDotTokens(WeightFormat format, const uint8_t* row, int64_t cols, const uint8_t* xq,

@@ -162,20 +162,18 @@ template <WeightFormat F>
 inline constexpr bool kSignedCodes =
     F == WeightFormat::kQ8_0 || F == WeightFormat::kQ4_0 || F == WeightFormat::kQ5_0;
 
-// One token (decode) over the whole groups of 8 blocks of a row: the operations of Dot32 below,
-// in its order, with every loop bound a constant so the codes, products and the accumulator stay
-// in registers (Dot32's runtime block and token counts put them on the stack: Q8_0 18 -> 23.6
-// GB/s per thread). Returns the accumulator after the groups g < nb / 8 * 8.
+// One token (decode) over a column range of whole groups of 8 blocks: the operations of
+// Dot32Range below, in its order, with every loop bound a constant so the codes, products and
+// the accumulator stay in registers (Dot32's runtime block and token counts put them on the
+// stack: Q8_0 18 -> 23.6 GB/s per thread). chunk: the range's first block; q, dx, sx: the
+// token's codes, scales and sums at that block; nb: the range's blocks, a multiple of 8.
 template <WeightFormat F, size_t kBlockBytes>
-KV_QD_FN __m256 Dot32OneWholeGroups(const uint8_t* row, int64_t cols, const uint8_t* x) {
+KV_QD_FN __m256 Dot32OneWholeGroups(const uint8_t* chunk, int64_t nb, const int8_t* q,
+                                    const float* dx, const float* sx, __m256 acc) {
   constexpr bool kSigned = kSignedCodes<F>;
   constexpr bool kHasMin = !kSigned;
-  const int64_t nb = cols / 32;
-  const auto* q = reinterpret_cast<const int8_t*>(x);
-  const auto* dx = reinterpret_cast<const float*>(x + cols);
-  __m256 acc = _mm256_setzero_ps();
   for (int64_t g = 0; g + 8 <= nb; g += 8) {
-    const uint8_t* p0 = row + static_cast<size_t>(g) * kBlockBytes;
+    const uint8_t* p0 = chunk + static_cast<size_t>(g) * kBlockBytes;
     __m256i v[8];
     for (int k = 0; k < 8; ++k) {
       const __m256i c = Codes32<F>(p0 + static_cast<size_t>(k) * kBlockBytes);
@@ -191,32 +189,47 @@ KV_QD_FN __m256 Dot32OneWholeGroups(const uint8_t* row, int64_t cols, const uint
     __m256 term = _mm256_mul_ps(_mm256_mul_ps(dw, _mm256_loadu_ps(dx + g)), isum);
     if constexpr (kHasMin) {
       const __m256 mw = Halves<kBlockBytes>(p0, 2, 8);
-      term = _mm256_add_ps(term, _mm256_mul_ps(mw, _mm256_loadu_ps(dx + nb + g)));
+      term = _mm256_add_ps(term, _mm256_mul_ps(mw, _mm256_loadu_ps(sx + g)));
     }
     acc = _mm256_add_ps(acc, term);
   }
   return acc;
 }
 
+// The blocks [c0 / 32, (c0 + width) / 32) of a row (chunk at the first) for every token, into
+// state[t]'s eight lanes (quant_dot.h, "Column ranges"; c0 is a multiple of 8 blocks, so the
+// range's group k is the row's group c0 / 256 + k, lane for lane).
 template <WeightFormat F, size_t kBlockBytes>
-KV_QD_FN void Dot32(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t xq_stride,
-                    int64_t n_tokens, float* y, int64_t y_stride) {
+KV_QD_FN void Dot32Range(const uint8_t* chunk, int64_t c0, int64_t width, int64_t cols,
+                         const uint8_t* xq, size_t xq_stride, int64_t n_tokens,
+                         QuantDotState* state) {
   constexpr bool kSigned = kSignedCodes<F>;
   constexpr bool kHasMin = !kSigned;
-  const int64_t nb = cols / 32;
+  const int64_t nb_row = cols / 32;
+  const int64_t b0 = c0 / 32;
+  const int64_t nb = width / 32;
+  // Token t's codes, scales and sums at the range's first block.
+  const auto codes = [&](int64_t t) {
+    return reinterpret_cast<const int8_t*>(xq + static_cast<size_t>(t) * xq_stride) + c0;
+  };
+  const auto scales = [&](int64_t t) {
+    return reinterpret_cast<const float*>(xq + static_cast<size_t>(t) * xq_stride + cols) + b0;
+  };
   if (n_tokens == 1 && nb % 8 == 0) {
-    y[0] = ReduceLanes(Dot32OneWholeGroups<F, kBlockBytes>(row, cols, xq));
+    const __m256 acc = Dot32OneWholeGroups<F, kBlockBytes>(
+        chunk, nb, codes(0), scales(0), scales(0) + nb_row, _mm256_loadu_ps(state[0].lane));
+    _mm256_storeu_ps(state[0].lane, acc);
     return;
   }
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
     const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
     __m256 acc[kTokenChunk];
-    for (int64_t t = 0; t < nt; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t t = 0; t < nt; ++t) acc[t] = _mm256_loadu_ps(state[t0 + t].lane);
     for (int64_t g = 0; g < nb; g += 8) {
       const int64_t count = std::min<int64_t>(8, nb - g);
       __m256i w[8];   // Unsigned operand: |code| (signed formats) or the code.
       __m256i sg[8];  // Signed formats: the codes, whose signs go onto the activations.
-      const uint8_t* p0 = row + static_cast<size_t>(g) * kBlockBytes;
+      const uint8_t* p0 = chunk + static_cast<size_t>(g) * kBlockBytes;
       for (int64_t k = 0; k < count; ++k) {
         const __m256i c = Codes32<F>(p0 + static_cast<size_t>(k) * kBlockBytes);
         if constexpr (kSigned) {
@@ -229,9 +242,9 @@ KV_QD_FN void Dot32(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t 
       const __m256 dw = Halves<kBlockBytes>(p0, 0, count);
       const __m256 mw = kHasMin ? Halves<kBlockBytes>(p0, 2, count) : _mm256_setzero_ps();
       for (int64_t t = 0; t < nt; ++t) {
-        const uint8_t* x = xq + static_cast<size_t>(t0 + t) * xq_stride;
-        const auto* q = reinterpret_cast<const int8_t*>(x) + 32 * g;
-        const auto* dx = reinterpret_cast<const float*>(x + cols) + g;
+        const int8_t* q = codes(t0 + t) + 32 * g;
+        const float* dx = scales(t0 + t) + g;
+        const float* sx = dx + nb_row;
         __m256i v[8];
         for (int64_t k = 0; k < count; ++k) {
           __m256i yk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * k));
@@ -239,41 +252,42 @@ KV_QD_FN void Dot32(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t 
           v[k] = DotU8S8(w[k], yk);
         }
         for (int64_t k = count; k < 8; ++k) v[k] = _mm256_setzero_si256();
-        __m256 sx, ssum;
+        __m256 sxv, ssum;
         if (count == 8) {
-          sx = _mm256_loadu_ps(dx);
-          if constexpr (kHasMin) ssum = _mm256_loadu_ps(dx + nb);
+          sxv = _mm256_loadu_ps(dx);
+          if constexpr (kHasMin) ssum = _mm256_loadu_ps(sx);
         } else {  // Blocks past the end: scale 0, so their terms are +0 (quant_dot.h).
           alignas(32) float part[8] = {}, part_s[8] = {};
           std::memcpy(part, dx, static_cast<size_t>(count) * sizeof(float));
           if constexpr (kHasMin) {
-            std::memcpy(part_s, dx + nb, static_cast<size_t>(count) * sizeof(float));
+            std::memcpy(part_s, sx, static_cast<size_t>(count) * sizeof(float));
           }
-          sx = _mm256_load_ps(part);
+          sxv = _mm256_load_ps(part);
           ssum = _mm256_load_ps(part_s);
         }
         const __m256 isum = _mm256_cvtepi32_ps(Transpose8Sums(v));
-        __m256 term = _mm256_mul_ps(_mm256_mul_ps(dw, sx), isum);
+        __m256 term = _mm256_mul_ps(_mm256_mul_ps(dw, sxv), isum);
         if constexpr (kHasMin) term = _mm256_add_ps(term, _mm256_mul_ps(mw, ssum));
         acc[t] = _mm256_add_ps(acc[t], term);
       }
     }
-    for (int64_t t = 0; t < nt; ++t) y[(t0 + t) * y_stride] = ReduceLanes(acc[t]);
+    for (int64_t t = 0; t < nt; ++t) _mm256_storeu_ps(state[t0 + t].lane, acc[t]);
   }
 }
 
 // Q4_K (kQ5 false) and Q5_K.
 template <bool kQ5>
-KV_QD_FN void DotQ45K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t xq_stride,
-                      int64_t n_tokens, float* y, int64_t y_stride) {
+KV_QD_FN void DotQ45KRange(const uint8_t* chunk, int64_t c0, int64_t width, const uint8_t* xq,
+                           size_t xq_stride, int64_t n_tokens, QuantDotState* state) {
   constexpr size_t kBytes = kQ5 ? kQ5_KBlockBytes : kQ4_KBlockBytes;
   const __m256i m4 = _mm256_set1_epi8(15);
   const __m256i x10 = _mm256_set1_epi8(0x10);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
     const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
-    float acc[kTokenChunk] = {};
-    for (int64_t b = 0; b < cols / 256; ++b) {
-      const uint8_t* p = row + static_cast<size_t>(b) * kBytes;
+    float acc[kTokenChunk];
+    for (int64_t t = 0; t < nt; ++t) acc[t] = state[t0 + t].lane[0];
+    for (int64_t b = c0 / 256; b < (c0 + width) / 256; ++b) {
+      const uint8_t* p = chunk + static_cast<size_t>(b - c0 / 256) * kBytes;
       const uint8_t* qs = p + (kQ5 ? 48 : 16);
       uint8_t sc_mn[16];  // Scales of sub-blocks 0..7, then their mins.
       UnpackScaleMin(p + 4, sc_mn);
@@ -312,19 +326,20 @@ KV_QD_FN void DotQ45K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_
                  (dmin * x->d) * static_cast<float>(msum);
       }
     }
-    for (int64_t t = 0; t < nt; ++t) y[(t0 + t) * y_stride] = acc[t];
+    for (int64_t t = 0; t < nt; ++t) state[t0 + t].lane[0] = acc[t];
   }
 }
 
-KV_QD_FN void DotQ6K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t xq_stride,
-                     int64_t n_tokens, float* y, int64_t y_stride) {
+KV_QD_FN void DotQ6KRange(const uint8_t* chunk, int64_t c0, int64_t width, const uint8_t* xq,
+                          size_t xq_stride, int64_t n_tokens, QuantDotState* state) {
   const __m256i m4 = _mm256_set1_epi8(15);
   const __m256i m2 = _mm256_set1_epi8(3);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
     const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
-    float acc[kTokenChunk] = {};
-    for (int64_t b = 0; b < cols / 256; ++b) {
-      const uint8_t* p = row + static_cast<size_t>(b) * kQ6_KBlockBytes;
+    float acc[kTokenChunk];
+    for (int64_t t = 0; t < nt; ++t) acc[t] = state[t0 + t].lane[0];
+    for (int64_t b = c0 / 256; b < (c0 + width) / 256; ++b) {
+      const uint8_t* p = chunk + static_cast<size_t>(b - c0 / 256) * kQ6_KBlockBytes;
       const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
       // code[g]: elements 32 g .. 32 g + 31 (0 .. 63); scale[g]: their two sub-block scales.
       __m256i code[8], scale[8];
@@ -358,42 +373,93 @@ KV_QD_FN void DotQ6K(const uint8_t* row, int64_t cols, const uint8_t* xq, size_t
         acc[t] = acc[t] + (dw * x->d) * static_cast<float>(dot - 32 * bias);
       }
     }
-    for (int64_t t = 0; t < nt; ++t) y[(t0 + t) * y_stride] = acc[t];
+    for (int64_t t = 0; t < nt; ++t) state[t0 + t].lane[0] = acc[t];
   }
 }
 
-__attribute__((target(KV_QD_TARGET))) void QuantDotTokens(WeightFormat format, const uint8_t* row,
-                                                          int64_t cols, const uint8_t* xq,
-                                                          size_t xq_stride, int64_t n_tokens,
-                                                          float* y, int64_t y_stride) {
+__attribute__((target(KV_QD_TARGET))) void QuantDotRange(WeightFormat format, const uint8_t* chunk,
+                                                         int64_t c0, int64_t width, int64_t cols,
+                                                         const uint8_t* xq, size_t xq_stride,
+                                                         int64_t n_tokens, QuantDotState* state) {
   switch (format) {
     case WeightFormat::kQ8_0:
-      return Dot32<WeightFormat::kQ8_0, kQ8_0BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
-                                                         y_stride);
+      return Dot32Range<WeightFormat::kQ8_0, kQ8_0BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
+                                                              n_tokens, state);
     case WeightFormat::kQ4_0:
-      return Dot32<WeightFormat::kQ4_0, kQ4_0BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
-                                                         y_stride);
+      return Dot32Range<WeightFormat::kQ4_0, kQ4_0BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
+                                                              n_tokens, state);
     case WeightFormat::kQ4_1:
-      return Dot32<WeightFormat::kQ4_1, kQ4_1BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
-                                                         y_stride);
+      return Dot32Range<WeightFormat::kQ4_1, kQ4_1BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
+                                                              n_tokens, state);
     case WeightFormat::kQ5_0:
-      return Dot32<WeightFormat::kQ5_0, kQ5_0BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
-                                                         y_stride);
+      return Dot32Range<WeightFormat::kQ5_0, kQ5_0BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
+                                                              n_tokens, state);
     case WeightFormat::kQ5_1:
-      return Dot32<WeightFormat::kQ5_1, kQ5_1BlockBytes>(row, cols, xq, xq_stride, n_tokens, y,
-                                                         y_stride);
+      return Dot32Range<WeightFormat::kQ5_1, kQ5_1BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
+                                                              n_tokens, state);
     case WeightFormat::kQ4_K:
-      return DotQ45K<false>(row, cols, xq, xq_stride, n_tokens, y, y_stride);
+      return DotQ45KRange<false>(chunk, c0, width, xq, xq_stride, n_tokens, state);
     case WeightFormat::kQ5_K:
-      return DotQ45K<true>(row, cols, xq, xq_stride, n_tokens, y, y_stride);
+      return DotQ45KRange<true>(chunk, c0, width, xq, xq_stride, n_tokens, state);
     case WeightFormat::kQ6_K:
-      return DotQ6K(row, cols, xq, xq_stride, n_tokens, y, y_stride);
+      return DotQ6KRange(chunk, c0, width, xq, xq_stride, n_tokens, state);
     case WeightFormat::kF32:
     case WeightFormat::kF16:
     case WeightFormat::kBF16:
       break;
   }
   KV_CHECK(false) << "no quantized dot for a float format";
+}
+
+// One token over a whole row of whole groups (a decode step's rows): the registers-only loop
+// from a zero accumulator, reduced in registers. A state in memory and a call to finish it cost
+// 7-10% of a 2048-column Q8_0 row's time on the Zen 4 VM.
+template <WeightFormat F, size_t kBlockBytes>
+KV_QD_FN float Dot32OneRow(const uint8_t* row, int64_t cols, const uint8_t* x) {
+  const auto* dx = reinterpret_cast<const float*>(x + cols);
+  return ReduceLanes(Dot32OneWholeGroups<F, kBlockBytes>(
+      row, cols / 32, reinterpret_cast<const int8_t*>(x), dx, dx + cols / 32, _mm256_setzero_ps()));
+}
+
+// The whole row: one token of whole groups directly (Dot32OneRow); else QuantDotRange over
+// [0, cols) from zero states, kTokenChunk tokens at a time, finished as QuantDotFinish does.
+__attribute__((target(KV_QD_TARGET))) void QuantDotTokens(WeightFormat format, const uint8_t* row,
+                                                          int64_t cols, const uint8_t* xq,
+                                                          size_t xq_stride, int64_t n_tokens,
+                                                          float* y, int64_t y_stride) {
+  if (n_tokens == 1 && (cols / 32) % 8 == 0) {
+    switch (format) {
+      case WeightFormat::kQ8_0:
+        y[0] = Dot32OneRow<WeightFormat::kQ8_0, kQ8_0BlockBytes>(row, cols, xq);
+        return;
+      case WeightFormat::kQ4_0:
+        y[0] = Dot32OneRow<WeightFormat::kQ4_0, kQ4_0BlockBytes>(row, cols, xq);
+        return;
+      case WeightFormat::kQ4_1:
+        y[0] = Dot32OneRow<WeightFormat::kQ4_1, kQ4_1BlockBytes>(row, cols, xq);
+        return;
+      case WeightFormat::kQ5_0:
+        y[0] = Dot32OneRow<WeightFormat::kQ5_0, kQ5_0BlockBytes>(row, cols, xq);
+        return;
+      case WeightFormat::kQ5_1:
+        y[0] = Dot32OneRow<WeightFormat::kQ5_1, kQ5_1BlockBytes>(row, cols, xq);
+        return;
+      default:
+        break;
+    }
+  }
+  const bool k_quant = format == WeightFormat::kQ4_K || format == WeightFormat::kQ5_K ||
+                       format == WeightFormat::kQ6_K;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
+    const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
+    QuantDotState state[kTokenChunk];
+    QuantDotRange(format, row, 0, cols, cols, xq + static_cast<size_t>(t0) * xq_stride, xq_stride,
+                  nt, state);
+    for (int64_t t = 0; t < nt; ++t) {
+      y[(t0 + t) * y_stride] =
+          k_quant ? state[t].lane[0] : ReduceLanes(_mm256_loadu_ps(state[t].lane));
+    }
+  }
 }
 
 #undef KV_QD_FN

@@ -2,7 +2,7 @@
 // quant_dot_x86-inl.h, each in functions with a target attribute (Highway 1.0.3 does not build
 // its AVX3_DL target here), chosen at run time by what the CPU reports. Both compute the integer
 // sums exactly and the float steps in the reference's order: their results equal
-// kernels_ref::QuantDotTokens bit for bit.
+// kernels_ref::QuantDotTokens and QuantDotRange bit for bit.
 #include "kernels/quant_dot_x86.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -35,7 +35,7 @@ namespace kvengine::kernels_internal {
 #undef KV_QD_TARGET
 #undef KV_QD_VNNI
 
-QuantDotTokensFn X86QuantDot(bool allow_vnni) {
+X86QuantDots X86QuantDot(bool allow_vnni) {
   __builtin_cpu_init();
   // The VNNI build also uses AVX2/FMA/F16C instructions (KV_QD_TARGET above).
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
@@ -43,12 +43,12 @@ QuantDotTokensFn X86QuantDot(bool allow_vnni) {
   if (allow_vnni && avx2 && __builtin_cpu_supports("avx512f") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
       CpuHasAvx512VnniBit()) {
-    return &quant_dot_vnni::QuantDotTokens;
+    return {&quant_dot_vnni::QuantDotTokens, &quant_dot_vnni::QuantDotRange};
   }
   if (avx2) {
-    return &quant_dot_avx2::QuantDotTokens;
+    return {&quant_dot_avx2::QuantDotTokens, &quant_dot_avx2::QuantDotRange};
   }
-  return nullptr;
+  return {};
 }
 
 }  // namespace kvengine::kernels_internal
@@ -56,7 +56,7 @@ QuantDotTokensFn X86QuantDot(bool allow_vnni) {
 #else  // Not x86.
 
 namespace kvengine::kernels_internal {
-QuantDotTokensFn X86QuantDot(bool) { return nullptr; }
+X86QuantDots X86QuantDot(bool) { return {}; }
 }  // namespace kvengine::kernels_internal
 
 #endif

@@ -7,9 +7,15 @@
 
 namespace kvengine::kernels_internal {
 
-// The AVX-512 VNNI kernel (as kernels_ref::QuantDotTokens, bit for bit) when `allow_vnni` and
-// the CPU has AVX-512 F/BW/VL/VNNI; else the AVX2
-// kernel when the CPU has AVX2, FMA and F16C; else nullptr (and always nullptr off x86).
-QuantDotTokensFn X86QuantDot(bool allow_vnni);
+// One x86 build's whole-row and column-range dot products (as kernels_ref::QuantDotTokens and
+// QuantDotRange, bit for bit).
+struct X86QuantDots {
+  QuantDotTokensFn tokens = nullptr;
+  QuantDotRangeFn range = nullptr;
+};
+
+// The AVX-512 VNNI kernels when `allow_vnni` and the CPU has AVX-512 F/BW/VL/VNNI; else the AVX2
+// kernels when the CPU has AVX2, FMA and F16C; else nullptrs (and always nullptrs off x86).
+X86QuantDots X86QuantDot(bool allow_vnni);
 
 }  // namespace kvengine::kernels_internal

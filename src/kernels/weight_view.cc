@@ -82,12 +82,12 @@ Status CheckWeightView(const WeightView& w) {
   if (w.data == nullptr) return InvalidArgument("weight " + shape + " has no data");
   if (w.col_block != 0) {
     if (!ColumnBlockType(w.type)) {
-      return InvalidArgument("weight " + shape + ": column blocks need f32, f16 or bf16 weights");
+      return InvalidArgument("weight " + shape + ": column blocks are not defined for this type");
     }
-    if (w.col_block < 0 || w.col_block % kColumnBlockAlign != 0) {
+    if (w.col_block < 0 || w.col_block % ColumnBlockAlign(w.type) != 0) {
       return InvalidArgument("weight " + shape + ": column block width " +
                              std::to_string(w.col_block) + " is not a positive multiple of " +
-                             std::to_string(kColumnBlockAlign));
+                             std::to_string(ColumnBlockAlign(w.type)));
     }
     if (w.row_bytes != *row_bytes) {
       return InvalidArgument("weight " + shape + ": column blocks need rows of exactly " +
@@ -99,10 +99,13 @@ Status CheckWeightView(const WeightView& w) {
 }
 
 int64_t PreferredColumnBlock(GgmlType type, int64_t cols) {
-  if (!ColumnBlockType(type) || cols <= kMaxColumnBlock) return 0;
-  const int64_t blocks = (cols + kMaxColumnBlock - 1) / kMaxColumnBlock;
+  if (!ColumnBlockType(type)) return 0;
+  const int64_t align = ColumnBlockAlign(type);
+  const int64_t max = align == kColumnBlockAlign ? kMaxColumnBlock : kMaxQuantColumnBlock;
+  if (cols <= max) return 0;
+  const int64_t blocks = (cols + max - 1) / max;
   const int64_t width = (cols + blocks - 1) / blocks;
-  return (width + kColumnBlockAlign - 1) / kColumnBlockAlign * kColumnBlockAlign;
+  return (width + align - 1) / align * align;
 }
 
 GgufLoadOptions KernelLoadOptions() {

@@ -12,10 +12,11 @@
 //   cols must be a whole number of the format's blocks (32, or 256 for the K-quants).
 // Multi-byte values are little-endian; no alignment is required of `data` or `row_bytes`.
 //
-// Column blocks (F32, F16, BF16 only; col_block > 0): the same elements stored as
-// ceil(cols / col_block) row-major sub-matrices of col_block columns, one after another
-// (gguf_layout.h); ColumnBlockOf gives block j as a strided matrix. A matrix with more columns
-// than kMaxColumnBlock is loaded so (PreferredColumnBlock) because a decode step then keeps
+// Column blocks (col_block > 0; the float and block-quantized types of ColumnBlockType,
+// gguf_layout.h): the same elements stored as ceil(cols / col_block) row-major sub-matrices of
+// col_block columns, one after another; ColumnBlockOf gives block j as a strided matrix. A float
+// matrix with more columns than kMaxColumnBlock (a quantized one: kMaxQuantColumnBlock) is
+// loaded so (PreferredColumnBlock) because a decode step then keeps
 // one block's activations in L1 while it streams the block's rows: with whole rows of 4096 or
 // more F16 columns the activations (16 KiB and up) fell out of a 32 KiB L1 and a row streamed
 // at 0.65-0.75 of the speed of a 2048-column one (docs/runtime.md, "Column blocks"). The layout
@@ -44,19 +45,25 @@ struct WeightView {
   int64_t col_block = 0;          // 0: ggml rows; else column blocks of this width (above).
 };
 
-// Column block widths are multiples of this many elements, so that every block but the last is
-// a whole number of vectors on every target (at most 16 floats a vector on x86).
+// Column block widths of the float types are multiples of this many elements, so that every
+// block but the last is a whole number of vectors on every target (at most 16 floats a vector on
+// x86); the quantized types' are multiples of 256 (ColumnBlockAlign, gguf_layout.h).
 inline constexpr int64_t kColumnBlockAlign = 64;
 // The widest column block PreferredColumnBlock picks. A decode step keeps one token's 2048 F32
 // activations (8 KiB) in L1 beside the streamed rows; 16 KiB already fell out (a 5632-column
 // matrix streamed 22 GB/s per thread with 4096 activations in use, 29-30 with 2048). Matrices of
 // at most this many columns stay in ggml rows.
 inline constexpr int64_t kMaxColumnBlock = 2048;
+// The same for the quantized types, whose activations take about 1.1 bytes a column (int8 codes
+// and a scale per block, quant_dot.h) instead of 4: one-token Q8_0 rows streamed 23-25 GB/s per
+// thread at 4096-11008 columns (12-14 KiB of activations) and 12.5-13.3 at 14336.
+inline constexpr int64_t kMaxQuantColumnBlock = 8192;
 
 // The column block width a loader should store a `type` weight matrix of `cols` columns in
 // (GgufLoadOptions), or 0 for ggml rows: for F32, F16 and BF16 with more than kMaxColumnBlock
 // columns, the fewest blocks of at most kMaxColumnBlock, of equal width rounded up to
-// kColumnBlockAlign (5632 -> 3 blocks of 1920, the last 1792; 11008 -> 1856). As few blocks as
+// kColumnBlockAlign (5632 -> 3 blocks of 1920, the last 1792; 11008 -> 1856); for the quantized
+// types the same with kMaxQuantColumnBlock and 256 (14336 -> 2 blocks of 7168). As few blocks as
 // possible because a batch's tiles pay per block (the prefill and batch matmuls over 6 blocks ran
 // 4-9% slower than over rows; with blocks of 512, 7-25%: the blocks lie a power of two apart and
 // share L2 sets).
@@ -81,10 +88,11 @@ inline int64_t NumColumnBlocks(const WeightView& w) {
 // Block j < NumColumnBlocks(w).
 inline ColumnBlockView ColumnBlockOf(const WeightView& w, int64_t j) {
   if (w.col_block == 0) return {w.data, w.row_bytes, 0, w.cols};
-  const size_t elem = w.row_bytes / static_cast<size_t>(w.cols);
+  // In units of the type's blocks: one column each for the float types (gguf_layout.h).
+  const GgmlTypeTraits t = GetGgmlTypeTraits(w.type);
   const int64_t width = ColumnBlockWidth(w.cols, w.col_block, j);
-  return {w.data + ColumnBlockOffset(w.rows, w.col_block, j, elem),
-          static_cast<size_t>(width) * elem, j * w.col_block, width};
+  return {w.data + ColumnBlockOffset(w.rows, w.col_block / t.block_size, j, t.bytes_per_block),
+          static_cast<size_t>(width / t.block_size) * t.bytes_per_block, j * w.col_block, width};
 }
 
 // f(chunk, c0, width) for each column block's part of row r: `width` elements of columns
@@ -109,9 +117,9 @@ std::optional<WeightFormat> WeightFormatOf(GgmlType type);
 Status CheckMatMulType(GgmlType type);
 
 // CheckMatMulType plus the shape: rows, cols >= 1, cols a whole number of blocks, row_bytes large
-// enough, data non-null; column blocks only for F32, F16 and BF16, as multiples of
-// kColumnBlockAlign, with row_bytes exactly a row. For loaders to call once per tensor; MatMul only
-// KV_CHECKs.
+// enough, data non-null; column blocks only for the types of ColumnBlockType, as multiples of
+// ColumnBlockAlign (gguf_layout.h), with row_bytes exactly a row. For loaders to call once per
+// tensor; MatMul only KV_CHECKs.
 Status CheckWeightView(const WeightView& w);
 
 }  // namespace kvengine

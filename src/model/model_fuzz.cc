@@ -192,13 +192,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       model_fuzz::Decode(std::string_view(reinterpret_cast<const char*>(data), size));
   std::optional<std::vector<uint8_t>> bytes = Edited(Base(in.preset), in);
   if (!bytes) return 0;
-  // Every other input loads its 2-D float matrices wider than 64 columns in column blocks of 64
-  // (the kernels' narrowest): the same model then runs through the blocked paths.
+  // Every other input loads its 2-D matrices wider than one column block in blocks of the
+  // narrowest width (64 columns for the float types, 256 for the quantized ones): the same model
+  // then runs through the blocked paths.
   GgufLoadOptions options;
   if (size % 2 == 1) {
     options.column_block = [](const GgufTensor& t) -> int64_t {
-      const bool fits = ColumnBlockType(t.type) && t.n_dims == 2 && t.dims[0] > kColumnBlockAlign;
-      return fits ? kColumnBlockAlign : 0;
+      if (!ColumnBlockType(t.type) || t.n_dims != 2) return 0;
+      return t.dims[0] > ColumnBlockAlign(t.type) ? ColumnBlockAlign(t.type) : 0;
     };
   }
   Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes, options);  // A copy.
