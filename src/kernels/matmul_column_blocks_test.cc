@@ -64,6 +64,22 @@ constexpr BlockShape kBlockShapes[] = {
 // 13) and more than one token block (200 > 192).
 constexpr int64_t kBlockTokenCounts[] = {1, 2, 3, 5, 6, 7, 9, 13, 40, 200};
 
+// MatMul over `blocked` gives MatMul over `rows`' bits for n random tokens, with 2 threads and
+// without a pool.
+void ExpectSameBits(std::mt19937& rng, ThreadPool& two, const WeightView& rows,
+                    const WeightView& blocked, int64_t n) {
+  const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * rows.cols));
+  for (ThreadPool* pool : {&two, static_cast<ThreadPool*>(nullptr)}) {
+    std::vector<float> want(static_cast<size_t>(n * rows.rows)), got(want.size(), -1.0f);
+    MatMul(rows, x.data(), n, want.data(), pool);
+    MatMul(blocked, x.data(), n, got.data(), pool);
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_TRUE(SameFloat(got[i], want[i]))
+          << "output " << i << ": blocks " << got[i] << ", rows " << want[i];
+    }
+  }
+}
+
 TEST(MatMulColumnBlocksTest, SameBitsAsRowsOnEveryTargetAndPath) {
   std::mt19937 rng(5);
   ThreadPool two(2);
@@ -78,16 +94,7 @@ TEST(MatMulColumnBlocksTest, SameBitsAsRowsOnEveryTargetAndPath) {
           SCOPED_TRACE(testing::Message()
                        << target << " " << GgmlTypeName(type) << " " << s.rows << " x " << s.cols
                        << " / " << s.block << ", " << n << " tokens");
-          const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
-          for (ThreadPool* pool : {&two, static_cast<ThreadPool*>(nullptr)}) {
-            std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size(), -1.0f);
-            MatMul(rows.view, x.data(), n, want.data(), pool);
-            MatMul(blocked.view, x.data(), n, got.data(), pool);
-            for (size_t i = 0; i < want.size(); ++i) {
-              ASSERT_TRUE(SameFloat(got[i], want[i]))
-                  << "output " << i << ": blocks " << got[i] << ", rows " << want[i];
-            }
-          }
+          ExpectSameBits(rng, two, rows.view, blocked.view, n);
         }
       }
     }
@@ -124,64 +131,46 @@ TEST(MatMulColumnBlocksTest, QuantizedSameBitsAsRowsOnEveryTarget) {
           SCOPED_TRACE(testing::Message()
                        << target << " " << GgmlTypeName(type) << " " << s.rows << " x " << s.cols
                        << " / " << s.block << ", " << n << " tokens");
-          const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
-          for (ThreadPool* pool : {&two, static_cast<ThreadPool*>(nullptr)}) {
-            std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size(), -1.0f);
-            MatMul(rows.view, x.data(), n, want.data(), pool);
-            MatMul(blocked.view, x.data(), n, got.data(), pool);
-            for (size_t i = 0; i < want.size(); ++i) {
-              ASSERT_TRUE(SameFloat(got[i], want[i]))
-                  << "output " << i << ": blocks " << got[i] << ", rows " << want[i];
-            }
-          }
+          ExpectSameBits(rng, two, rows.view, blocked.view, n);
         }
       }
     }
   }
 }
 
+// The scalar reference's matmul and DequantizeWeightRow over a `type` matrix in blocks give what
+// they give over its rows.
+void ExpectReferenceAndLookupGather(std::mt19937& rng, GgmlType type, int64_t n_rows, int64_t cols,
+                                    int64_t block) {
+  SCOPED_TRACE(GgmlTypeName(type));
+  const KernelTable& ref = ReferenceKernelTable();
+  const TestWeights rows = RandomWeights(rng, type, n_rows, cols);
+  const BlockedWeights blocked = Blocked(rows.view, block);
+  const int64_t n = 3;
+  const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * cols));
+  std::vector<float> want(static_cast<size_t>(n * n_rows)), got(want.size());
+  ref.matmul_rows(rows.view, x.data(), n, 0, n_rows, want.data());
+  ref.matmul_rows(blocked.view, x.data(), n, 0, n_rows, got.data());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_TRUE(SameFloat(got[i], want[i])) << i;
+  std::vector<float> row(static_cast<size_t>(cols)), gathered(row.size());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    DequantizeRow(type, rows.view.data + static_cast<size_t>(r) * rows.view.row_bytes, cols,
+                  row.data());
+    DequantizeWeightRow(blocked.view, r, gathered.data());
+    ASSERT_EQ(std::memcmp(row.data(), gathered.data(), row.size() * sizeof(float)), 0)
+        << "row " << r;
+  }
+}
+
 TEST(MatMulColumnBlocksTest, ReferenceAndRowLookupGatherTheBlocks) {
   std::mt19937 rng(6);
-  const KernelTable& ref = ReferenceKernelTable();
   for (GgmlType type : kBlockFloatTypes) {
     const BlockShape s = kBlockShapes[1];
-    const TestWeights rows = RandomWeights(rng, type, s.rows, s.cols);
-    const BlockedWeights blocked = Blocked(rows.view, s.block);
-    const int64_t n = 3;
-    const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
-    std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size());
-    ref.matmul_rows(rows.view, x.data(), n, 0, s.rows, want.data());
-    ref.matmul_rows(blocked.view, x.data(), n, 0, s.rows, got.data());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_TRUE(SameFloat(got[i], want[i])) << i;
-    std::vector<float> row(static_cast<size_t>(s.cols)), gathered(row.size());
-    for (int64_t r = 0; r < s.rows; ++r) {
-      DequantizeRow(type, rows.view.data + static_cast<size_t>(r) * rows.view.row_bytes, s.cols,
-                    row.data());
-      DequantizeWeightRow(blocked.view, r, gathered.data());
-      ASSERT_EQ(std::memcmp(row.data(), gathered.data(), row.size() * sizeof(float)), 0)
-          << GgmlTypeName(type) << " row " << r;
-    }
+    ExpectReferenceAndLookupGather(rng, type, s.rows, s.cols, s.block);
   }
-  for (GgmlType type : kBlockQuantTypes) {  // The same for the quantized types.
+  for (GgmlType type : kBlockQuantTypes) {
     const QuantBlockShape s = kQuantBlockShapes[1];
-    const TestWeights rows = RandomWeights(rng, type, s.rows, s.cols);
-    const BlockedWeights blocked = Blocked(rows.view, s.block);
-    const int64_t n = 3;
-    const std::vector<float> x = RandomFloats(rng, static_cast<size_t>(n * s.cols));
-    std::vector<float> want(static_cast<size_t>(n * s.rows)), got(want.size());
-    ref.matmul_rows(rows.view, x.data(), n, 0, s.rows, want.data());
-    ref.matmul_rows(blocked.view, x.data(), n, 0, s.rows, got.data());
-    for (size_t i = 0; i < want.size(); ++i) {
-      ASSERT_TRUE(SameFloat(got[i], want[i])) << GgmlTypeName(type) << " " << i;
-    }
-    std::vector<float> row(static_cast<size_t>(s.cols)), gathered(row.size());
-    for (int64_t r = 0; r < s.rows; ++r) {
-      DequantizeRow(type, rows.view.data + static_cast<size_t>(r) * rows.view.row_bytes, s.cols,
-                    row.data());
-      DequantizeWeightRow(blocked.view, r, gathered.data());
-      ASSERT_EQ(std::memcmp(row.data(), gathered.data(), row.size() * sizeof(float)), 0)
-          << GgmlTypeName(type) << " row " << r;
-    }
+    ExpectReferenceAndLookupGather(rng, type, s.rows, s.cols, s.block);
   }
 }
 
