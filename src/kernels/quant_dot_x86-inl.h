@@ -377,76 +377,70 @@ KV_QD_FN void DotQ6KRange(const uint8_t* chunk, int64_t c0, int64_t width, const
   }
 }
 
+// Calls f.template operator()<F, kBlockBytes>() for a 32-element format and returns true; false
+// for any other format.
+template <class Fn>
+KV_QD_FN bool WithFormat32(WeightFormat format, const Fn& f) {
+  switch (format) {
+    case WeightFormat::kQ8_0:
+      f.template operator()<WeightFormat::kQ8_0, kQ8_0BlockBytes>();
+      return true;
+    case WeightFormat::kQ4_0:
+      f.template operator()<WeightFormat::kQ4_0, kQ4_0BlockBytes>();
+      return true;
+    case WeightFormat::kQ4_1:
+      f.template operator()<WeightFormat::kQ4_1, kQ4_1BlockBytes>();
+      return true;
+    case WeightFormat::kQ5_0:
+      f.template operator()<WeightFormat::kQ5_0, kQ5_0BlockBytes>();
+      return true;
+    case WeightFormat::kQ5_1:
+      f.template operator()<WeightFormat::kQ5_1, kQ5_1BlockBytes>();
+      return true;
+    default:
+      return false;
+  }
+}
+
 __attribute__((target(KV_QD_TARGET))) void QuantDotRange(WeightFormat format, const uint8_t* chunk,
                                                          int64_t c0, int64_t width, int64_t cols,
                                                          const uint8_t* xq, size_t xq_stride,
                                                          int64_t n_tokens, QuantDotState* state) {
+  const bool done = WithFormat32(format, [&]<WeightFormat F, size_t kBlockBytes>() __attribute__((target(KV_QD_TARGET))) {
+    Dot32Range<F, kBlockBytes>(chunk, c0, width, cols, xq, xq_stride, n_tokens, state);
+  });
+  if (done) return;
   switch (format) {
-    case WeightFormat::kQ8_0:
-      return Dot32Range<WeightFormat::kQ8_0, kQ8_0BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
-                                                              n_tokens, state);
-    case WeightFormat::kQ4_0:
-      return Dot32Range<WeightFormat::kQ4_0, kQ4_0BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
-                                                              n_tokens, state);
-    case WeightFormat::kQ4_1:
-      return Dot32Range<WeightFormat::kQ4_1, kQ4_1BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
-                                                              n_tokens, state);
-    case WeightFormat::kQ5_0:
-      return Dot32Range<WeightFormat::kQ5_0, kQ5_0BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
-                                                              n_tokens, state);
-    case WeightFormat::kQ5_1:
-      return Dot32Range<WeightFormat::kQ5_1, kQ5_1BlockBytes>(chunk, c0, width, cols, xq, xq_stride,
-                                                              n_tokens, state);
     case WeightFormat::kQ4_K:
       return DotQ45KRange<false>(chunk, c0, width, xq, xq_stride, n_tokens, state);
     case WeightFormat::kQ5_K:
       return DotQ45KRange<true>(chunk, c0, width, xq, xq_stride, n_tokens, state);
     case WeightFormat::kQ6_K:
       return DotQ6KRange(chunk, c0, width, xq, xq_stride, n_tokens, state);
-    case WeightFormat::kF32:
-    case WeightFormat::kF16:
-    case WeightFormat::kBF16:
+    default:
       break;
   }
   KV_CHECK(false) << "no quantized dot for a float format";
 }
 
-// One token over a whole row of whole groups (a decode step's rows): the registers-only loop
-// from a zero accumulator, reduced in registers. Through a state in memory and a call to finish
-// it, llama-1b's Q8_0 decode (2048-column rows) ran 4-9% slower on the Zen 4 VM.
-template <WeightFormat F, size_t kBlockBytes>
-KV_QD_FN float Dot32OneRow(const uint8_t* row, int64_t cols, const uint8_t* x) {
-  const auto* dx = reinterpret_cast<const float*>(x + cols);
-  return ReduceLanes(Dot32OneWholeGroups<F, kBlockBytes>(
-      row, cols / 32, reinterpret_cast<const int8_t*>(x), dx, dx + cols / 32, _mm256_setzero_ps()));
-}
-
-// The whole row: one token of whole groups directly (Dot32OneRow); else QuantDotRange over
-// [0, cols) from zero states, kTokenChunk tokens at a time, finished as QuantDotFinish does.
+// The whole row: one token of whole groups of 32-element blocks (a decode step's rows) straight
+// through the registers-only loop from a zero accumulator, reduced in registers (through a state
+// in memory and a call to finish it, llama-1b's Q8_0 decode, 2048-column rows, ran 4-9% slower
+// on the Zen 4 VM); else QuantDotRange over [0, cols) from zero states, kTokenChunk tokens at a
+// time, finished as QuantDotFinish does.
 __attribute__((target(KV_QD_TARGET))) void QuantDotTokens(WeightFormat format, const uint8_t* row,
                                                           int64_t cols, const uint8_t* xq,
                                                           size_t xq_stride, int64_t n_tokens,
                                                           float* y, int64_t y_stride) {
   if (n_tokens == 1 && (cols / 32) % 8 == 0) {
-    switch (format) {
-      case WeightFormat::kQ8_0:
-        y[0] = Dot32OneRow<WeightFormat::kQ8_0, kQ8_0BlockBytes>(row, cols, xq);
-        return;
-      case WeightFormat::kQ4_0:
-        y[0] = Dot32OneRow<WeightFormat::kQ4_0, kQ4_0BlockBytes>(row, cols, xq);
-        return;
-      case WeightFormat::kQ4_1:
-        y[0] = Dot32OneRow<WeightFormat::kQ4_1, kQ4_1BlockBytes>(row, cols, xq);
-        return;
-      case WeightFormat::kQ5_0:
-        y[0] = Dot32OneRow<WeightFormat::kQ5_0, kQ5_0BlockBytes>(row, cols, xq);
-        return;
-      case WeightFormat::kQ5_1:
-        y[0] = Dot32OneRow<WeightFormat::kQ5_1, kQ5_1BlockBytes>(row, cols, xq);
-        return;
-      default:
-        break;
-    }
+    const auto* dx = reinterpret_cast<const float*>(xq + cols);
+    const bool done = WithFormat32(format, [&]<WeightFormat F, size_t kBlockBytes>() __attribute__((target(KV_QD_TARGET))) {
+      y[0] = ReduceLanes(Dot32OneWholeGroups<F, kBlockBytes>(row, cols / 32,
+                                                             reinterpret_cast<const int8_t*>(xq),
+                                                             dx, dx + cols / 32,
+                                                             _mm256_setzero_ps()));
+    });
+    if (done) return;
   }
   const bool k_quant = format == WeightFormat::kQ4_K || format == WeightFormat::kQ5_K ||
                        format == WeightFormat::kQ6_K;
