@@ -21,6 +21,7 @@
 
 #include "base/status.h"
 #include "kernels/quant_dot.h"
+#include "kernels/quant_tile.h"
 #include "kernels/weight_view.h"
 
 namespace kvengine {
@@ -45,6 +46,12 @@ struct KernelTable {
   // The same over one column range of a row, carrying each token's state (quant_dot.h, "Column
   // ranges"), kernels_ref::QuantDotRange bit for bit; MatMul walks matrices with it.
   kernels_internal::QuantDotRangeFn quant_dot_range = nullptr;
+  // Block-quantized formats, optional (nullptr: none on this target): many tokens against a few
+  // decoded rows at a time from tiled activations (quant_tile.h), kernels_ref::QuantDot bit for
+  // bit. MatMul tiles a call's activations once and uses it when the call has at least
+  // quant_tile_min_tokens tokens.
+  kernels_internal::QuantTileRowsFn quant_tile_rows = nullptr;
+  int64_t quant_tile_min_tokens = 0;
   // DequantizeRow (matmul.h).
   void (*dequantize_row)(GgmlType type, const uint8_t* src, int64_t n, float* dst) = nullptr;
   // vector_ops.h.

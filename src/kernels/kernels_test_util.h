@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf_layout.h"
 #include "kernels/kernel_target.h"
 #include "kernels/weight_view.h"
 #include "quant/half.h"
@@ -177,6 +178,29 @@ inline int64_t SmallCols(GgmlType type) {
 inline bool SameFloat(float a, float b) {
   return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) ||
          (std::isnan(a) && std::isnan(b));
+}
+
+// w's rows (ggml layout, padded rows allowed) in column blocks of `block` columns (packed in units
+// of the type's blocks, as the loader packs them).
+struct BlockedWeights {
+  std::vector<uint8_t> bytes;
+  WeightView view;
+};
+inline BlockedWeights Blocked(const WeightView& rows, int64_t block) {
+  const GgmlTypeTraits traits = GetGgmlTypeTraits(rows.type);
+  const size_t elem = traits.bytes_per_block;
+  const size_t row_bytes = static_cast<size_t>(rows.cols / traits.block_size) * elem;
+  std::vector<uint8_t> dense(static_cast<size_t>(rows.rows) * row_bytes);
+  for (int64_t r = 0; r < rows.rows; ++r) {
+    std::memcpy(dense.data() + static_cast<size_t>(r) * row_bytes,
+                rows.data + static_cast<size_t>(r) * rows.row_bytes, row_bytes);
+  }
+  BlockedWeights b;
+  b.bytes.resize(dense.size());
+  PackColumnBlocks(dense.data(), rows.rows, rows.cols / traits.block_size, elem,
+                   block / traits.block_size, b.bytes.data());
+  b.view = {rows.type, rows.rows, rows.cols, b.bytes.data(), row_bytes, block};
+  return b;
 }
 
 // Forces a kernel target for one scope, then restores the previous one.

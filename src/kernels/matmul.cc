@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "kernels/kernel_target.h"
 #include "kernels/quant_dot.h"
+#include "kernels/quant_tile.h"
 
 namespace kvengine {
 namespace {
@@ -20,12 +21,16 @@ constexpr int64_t kRowsPerUnit = 16;
 constexpr int64_t kPiecesPerThread = 8;
 
 // The activations of one call, quantized once per activation format that its weights need
-// (quant_dot.h), before the rows are split over threads. Each token's row depends only on that
-// token's f32 activations, so batching cannot change it.
+// (quant_dot.h), before the rows are split over threads, and tiled (quant_tile.h) when the call
+// goes through the token tiles. Each token's row depends only on that token's f32 activations, so
+// batching cannot change it.
 class QuantizedActivations {
  public:
-  QuantizedActivations(const float* x, int64_t n_tokens, int64_t cols)
-      : x_(x), n_tokens_(n_tokens), cols_(cols) {}
+  QuantizedActivations(const KernelTable& k, const float* x, int64_t n_tokens, int64_t cols)
+      : x_(x),
+        n_tokens_(n_tokens),
+        cols_(cols),
+        tiled_(k.quant_tile_rows != nullptr && n_tokens >= k.quant_tile_min_tokens) {}
 
   // Quantizes for `format`'s activation format unless done already; no-op for float formats.
   void Prepare(WeightFormat format) {
@@ -33,10 +38,17 @@ class QuantizedActivations {
     if (!af.has_value()) return;
     std::vector<uint8_t>& buf = rows_[static_cast<size_t>(*af)];
     if (!buf.empty()) return;
-    const size_t stride = ActivationRowBytes(*af, cols_);
+    const size_t stride = Stride(*af);
     buf.resize(stride * static_cast<size_t>(n_tokens_));  // n_tokens rows of `stride` bytes.
+    std::vector<uint8_t> row(tiled_ ? ActivationRowBytes(*af, cols_) : 0);
     for (int64_t t = 0; t < n_tokens_; ++t) {
-      QuantizeActivations(*af, x_ + t * cols_, cols_, buf.data() + static_cast<size_t>(t) * stride);
+      uint8_t* dst = buf.data() + static_cast<size_t>(t) * stride;
+      if (!tiled_) {
+        QuantizeActivations(*af, x_ + t * cols_, cols_, dst);
+        continue;
+      }
+      QuantizeActivations(*af, x_ + t * cols_, cols_, row.data());
+      TileActivations(*af, row.data(), cols_, dst);
     }
   }
 
@@ -48,15 +60,21 @@ class QuantizedActivations {
     if (!af.has_value()) return k.matmul_rows(w, x_, n_tokens_, row_begin, row_end, y);
     const std::vector<uint8_t>& buf = rows_[static_cast<size_t>(*af)];
     KV_DCHECK(!buf.empty());
-    kernels_internal::QuantMatMulRows(k.quant_dot, k.quant_dot_range, w, buf.data(),
-                                      ActivationRowBytes(*af, cols_), n_tokens_, row_begin, row_end,
-                                      y);
+    if (tiled_)
+      return k.quant_tile_rows(w, buf.data(), Stride(*af), n_tokens_, row_begin, row_end, y);
+    kernels_internal::QuantMatMulRows(k.quant_dot, k.quant_dot_range, w, buf.data(), Stride(*af),
+                                      n_tokens_, row_begin, row_end, y);
   }
 
  private:
+  size_t Stride(ActivationFormat af) const {
+    return tiled_ ? TiledActivationRowBytes(af, cols_) : ActivationRowBytes(af, cols_);
+  }
+
   const float* x_;
   int64_t n_tokens_;
   int64_t cols_;
+  bool tiled_;                    // Token tiles (KernelTable::quant_tile_rows).
   std::vector<uint8_t> rows_[3];  // Indexed by ActivationFormat.
 };
 
@@ -91,7 +109,7 @@ void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
   KV_DCHECK(CheckWeightView(w).ok());
   if (n_tokens == 0) return;
   const KernelTable& k = ActiveKernelTable();
-  QuantizedActivations xq(x, n_tokens, w.cols);
+  QuantizedActivations xq(k, x, n_tokens, w.cols);
   xq.Prepare(*WeightFormatOf(w.type));
   const int64_t units = (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
   RunUnits(pool, units, HasCallSetup(k, w, n_tokens), [&](int64_t unit_begin, int64_t unit_end) {
@@ -117,7 +135,7 @@ void MatMulMulti(std::span<const WeightView* const> ws, const float* x, int64_t 
     first_unit[i + 1] = first_unit[i] + (w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
   }
   const KernelTable& k = ActiveKernelTable();
-  QuantizedActivations xq(x, n_tokens, ws[0]->cols);
+  QuantizedActivations xq(k, x, n_tokens, ws[0]->cols);
   for (const WeightView* w : ws) xq.Prepare(*WeightFormatOf(w->type));
   const auto run = [&](int64_t unit_begin, int64_t unit_end) {
     for (size_t i = 0; i < ws.size(); ++i) {

@@ -18,6 +18,8 @@
 namespace kvengine {
 namespace {
 
+using kernels_test::Blocked;
+using kernels_test::BlockedWeights;
 using kernels_test::RandomFloats;
 using kernels_test::RandomWeights;
 using kernels_test::SameFloat;
@@ -28,29 +30,6 @@ constexpr GgmlType kBlockFloatTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlTyp
 constexpr GgmlType kBlockQuantTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
                                          GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K,
                                          GgmlType::kQ5_K, GgmlType::kQ6_K};
-
-// w's rows (ggml layout, padded rows allowed) in column blocks of `block` (in units of the type's
-// blocks, as the loader packs them).
-struct BlockedWeights {
-  std::vector<uint8_t> bytes;
-  WeightView view;
-};
-BlockedWeights Blocked(const WeightView& rows, int64_t block) {
-  const GgmlTypeTraits traits = GetGgmlTypeTraits(rows.type);
-  const size_t elem = traits.bytes_per_block;
-  const size_t row_bytes = static_cast<size_t>(rows.cols / traits.block_size) * elem;
-  std::vector<uint8_t> dense(static_cast<size_t>(rows.rows) * row_bytes);
-  for (int64_t r = 0; r < rows.rows; ++r) {
-    std::memcpy(dense.data() + static_cast<size_t>(r) * row_bytes,
-                rows.data + static_cast<size_t>(r) * rows.row_bytes, row_bytes);
-  }
-  BlockedWeights b;
-  b.bytes.resize(dense.size());
-  PackColumnBlocks(dense.data(), rows.rows, rows.cols / traits.block_size, elem,
-                   block / traits.block_size, b.bytes.data());
-  b.view = {rows.type, rows.rows, rows.cols, b.bytes.data(), row_bytes, block};
-  return b;
-}
 
 // Shapes: {rows, cols, block}. The last block narrower than a vector (200 = 3 x 64 + 8), wider
 // with a partial vector (1030 = 2 x 512 + 6), PreferredColumnBlock's width for 4100 columns (1408:

@@ -580,6 +580,11 @@ void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
   }
 }
 
+// A quantized matmul call with at least this many tokens goes through the token tiles where the
+// target has them (KernelTable::quant_tile_rows): below it, decoding 8 rows for a few tokens
+// costs more than the per-row kernels' reduction saves (measured in BENCHMARKS.md).
+constexpr int64_t kQuantTileMinTokens = 6;
+
 // The quantized dot products of this target (quant_dot.h): the x86 kernels where the target has
 // AVX2 (the VNNI build under AVX3 when the CPU has VNNI), else the scalar reference. All of them
 // give the reference's bits, so the choice only changes speed.
@@ -589,7 +594,7 @@ kernels_internal::X86QuantDots QuantDotForTarget() {
       kernels_internal::X86QuantDot(/*allow_vnni=*/HWY_TARGET <= HWY_AVX3);
   if (x86.tokens != nullptr) return x86;
 #endif
-  return {&kernels_ref::QuantDotTokens, &kernels_ref::QuantDotRange};
+  return {&kernels_ref::QuantDotTokens, &kernels_ref::QuantDotRange, nullptr};
 }
 
 void MatMulRowsT(const WeightView& w, const float* x, int64_t n_tokens, int64_t row_begin,
@@ -693,6 +698,8 @@ void FillMatMul(KernelTable* table) {
   table->dequantize_row = &DequantizeRowT;
   table->quant_dot = QuantDotForTarget().tokens;
   table->quant_dot_range = QuantDotForTarget().range;
+  table->quant_tile_rows = QuantDotForTarget().tile;
+  table->quant_tile_min_tokens = kQuantTileMinTokens;
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

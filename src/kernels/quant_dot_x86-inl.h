@@ -275,20 +275,60 @@ KV_QD_FN void Dot32Range(const uint8_t* chunk, int64_t c0, int64_t width, int64_
   }
 }
 
+// A Q4_K (kQ5 false) or Q5_K super-block's codes: code[s] = sub-block s's 32 codes (elements
+// 32 s ..), in element order.
+template <bool kQ5>
+KV_QD_FN void Q45KCodes(const uint8_t* p, __m256i* code) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i x10 = _mm256_set1_epi8(0x10);
+  const uint8_t* qs = p + (kQ5 ? 48 : 16);
+  __m256i qhv = _mm256_setzero_si256();
+  if constexpr (kQ5) qhv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+  for (int i = 0; i < 4; ++i) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * i));
+    code[2 * i] = _mm256_and_si256(bytes, m4);
+    code[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+    if constexpr (kQ5) {
+      for (int h = 0; h < 2; ++h) {
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + h)));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qhv, bit), bit);
+        code[2 * i + h] = _mm256_or_si256(code[2 * i + h], _mm256_and_si256(set, x10));
+      }
+    }
+  }
+}
+
+// A Q6_K super-block's unsigned 6-bit codes: code[g] = elements 32 g .. 32 g + 31, in order.
+KV_QD_FN void Q6KCodes(const uint8_t* p, __m256i* code) {
+  const __m256i m4 = _mm256_set1_epi8(15);
+  const __m256i m2 = _mm256_set1_epi8(3);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
+    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
+    const __m256i nib[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
+    for (int k = 0; k < 4; ++k) {
+      // (qh >> 2k) & 3 per byte (bits shifted in from the next byte land above bit 1), << 4.
+      const __m256i high = _mm256_slli_epi16(
+          _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), m2), 4);
+      code[4 * h + k] = _mm256_or_si256(nib[k], high);
+    }
+  }
+}
+
 // Q4_K (kQ5 false) and Q5_K.
 template <bool kQ5>
 KV_QD_FN void DotQ45KRange(const uint8_t* chunk, int64_t c0, int64_t width, const uint8_t* xq,
                            size_t xq_stride, int64_t n_tokens, QuantDotState* state) {
   constexpr size_t kBytes = kQ5 ? kQ5_KBlockBytes : kQ4_KBlockBytes;
-  const __m256i m4 = _mm256_set1_epi8(15);
-  const __m256i x10 = _mm256_set1_epi8(0x10);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
     const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
     float acc[kTokenChunk];
     for (int64_t t = 0; t < nt; ++t) acc[t] = state[t0 + t].lane[0];
     for (int64_t b = c0 / 256; b < (c0 + width) / 256; ++b) {
       const uint8_t* p = chunk + static_cast<size_t>(b - c0 / 256) * kBytes;
-      const uint8_t* qs = p + (kQ5 ? 48 : 16);
       uint8_t sc_mn[16];  // Scales of sub-blocks 0..7, then their mins.
       UnpackScaleMin(p + 4, sc_mn);
       __m256i scale[8];
@@ -297,22 +337,8 @@ KV_QD_FN void DotQ45KRange(const uint8_t* chunk, int64_t c0, int64_t width, cons
       const __m256i mins16 = _mm256_cvtepu8_epi16(
           _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc_mn + 8)),
                             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc_mn + 8))));
-      // code[s]: sub-block s's 32 codes (elements 32 s ..), in element order.
       __m256i code[8];
-      __m256i qhv = _mm256_setzero_si256();
-      if constexpr (kQ5) qhv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
-      for (int i = 0; i < 4; ++i) {
-        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * i));
-        code[2 * i] = _mm256_and_si256(bytes, m4);
-        code[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-        if constexpr (kQ5) {
-          for (int h = 0; h < 2; ++h) {
-            const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + h)));
-            const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qhv, bit), bit);
-            code[2 * i + h] = _mm256_or_si256(code[2 * i + h], _mm256_and_si256(set, x10));
-          }
-        }
-      }
+      Q45KCodes<kQ5>(p, code);
       const float dw = Half(p);
       const float dmin = Half(p + 2);
       for (int64_t t = 0; t < nt; ++t) {
@@ -332,8 +358,6 @@ KV_QD_FN void DotQ45KRange(const uint8_t* chunk, int64_t c0, int64_t width, cons
 
 KV_QD_FN void DotQ6KRange(const uint8_t* chunk, int64_t c0, int64_t width, const uint8_t* xq,
                           size_t xq_stride, int64_t n_tokens, QuantDotState* state) {
-  const __m256i m4 = _mm256_set1_epi8(15);
-  const __m256i m2 = _mm256_set1_epi8(3);
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
     const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
     float acc[kTokenChunk];
@@ -343,22 +367,10 @@ KV_QD_FN void DotQ6KRange(const uint8_t* chunk, int64_t c0, int64_t width, const
       const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
       // code[g]: elements 32 g .. 32 g + 31 (0 .. 63); scale[g]: their two sub-block scales.
       __m256i code[8], scale[8];
-      for (int h = 0; h < 2; ++h) {
-        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
-        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128 + 32 * h));
-        const __m256i nib[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
-                                _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-        for (int k = 0; k < 4; ++k) {
-          // (qh >> 2k) & 3 per byte (bits shifted in from the next byte land above bit 1), << 4.
-          const __m256i high = _mm256_slli_epi16(
-              _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), m2), 4);
-          const int g = 4 * h + k;
-          code[g] = _mm256_or_si256(nib[k], high);
-          scale[g] =
-              _mm256_set_m128i(_mm_set1_epi16(scales[2 * g + 1]), _mm_set1_epi16(scales[2 * g]));
-        }
+      Q6KCodes(p, code);
+      for (int g = 0; g < 8; ++g) {
+        scale[g] =
+            _mm256_set_m128i(_mm_set1_epi16(scales[2 * g + 1]), _mm_set1_epi16(scales[2 * g]));
       }
       const __m256i scales16 =
           _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));

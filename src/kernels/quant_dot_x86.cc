@@ -1,8 +1,9 @@
 // The x86 quantized dot products (quant_dot.h): an AVX2 build and an AVX-512 VNNI build of
-// quant_dot_x86-inl.h, each in functions with a target attribute (Highway 1.0.3 does not build
-// its AVX3_DL target here), chosen at run time by what the CPU reports. Both compute the integer
-// sums exactly and the float steps in the reference's order: their results equal
-// kernels_ref::QuantDotTokens and QuantDotRange bit for bit.
+// quant_dot_x86-inl.h, plus the VNNI build's token tiles (quant_tile.h, quant_tile_x86-inl.h),
+// each in functions with a target attribute (Highway 1.0.3 does not build its AVX3_DL target
+// here), chosen at run time by what the CPU reports. All compute the integer sums exactly and the
+// float steps in the reference's order: their results equal kernels_ref::QuantDotTokens,
+// QuantDotRange and QuantDot bit for bit.
 #include "kernels/quant_dot_x86.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -10,11 +11,14 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "base/check.h"
 #include "base/cpu_features.h"
 #include "kernels/quant_dot.h"
+#include "kernels/quant_tile.h"
 #include "kernels/weight_blocks.h"
 
 namespace kvengine::kernels_internal {
@@ -31,6 +35,7 @@ namespace kvengine::kernels_internal {
 #define KV_QD_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
 #define KV_QD_VNNI 1
 #include "kernels/quant_dot_x86-inl.h"
+#include "kernels/quant_tile_x86-inl.h"
 #undef KV_QD_NS
 #undef KV_QD_TARGET
 #undef KV_QD_VNNI
@@ -43,7 +48,8 @@ X86QuantDots X86QuantDot(bool allow_vnni) {
   if (allow_vnni && avx2 && __builtin_cpu_supports("avx512f") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
       CpuHasAvx512VnniBit()) {
-    return {&quant_dot_vnni::QuantDotTokens, &quant_dot_vnni::QuantDotRange};
+    return {&quant_dot_vnni::QuantDotTokens, &quant_dot_vnni::QuantDotRange,
+            &quant_dot_vnni::QuantTileRows};
   }
   if (avx2) {
     return {&quant_dot_avx2::QuantDotTokens, &quant_dot_avx2::QuantDotRange};

@@ -4,14 +4,16 @@
 #include <cstdint>
 
 #include "kernels/quant_dot.h"
+#include "kernels/quant_tile.h"
 
 namespace kvengine::kernels_internal {
 
 // One x86 build's whole-row and column-range dot products (as kernels_ref::QuantDotTokens and
-// QuantDotRange, bit for bit).
+// QuantDotRange, bit for bit), and its token tiles (quant_tile.h; the VNNI build only).
 struct X86QuantDots {
   QuantDotTokensFn tokens = nullptr;
   QuantDotRangeFn range = nullptr;
+  QuantTileRowsFn tile = nullptr;
 };
 
 // The AVX-512 VNNI kernels when `allow_vnni` and the CPU has AVX-512 F/BW/VL/VNNI; else the AVX2
