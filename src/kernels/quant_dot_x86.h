@@ -9,7 +9,7 @@
 namespace kvengine::kernels_internal {
 
 // One x86 build's whole-row and column-range dot products (as kernels_ref::QuantDotTokens and
-// QuantDotRange, bit for bit), and its token tiles (quant_tile.h; the VNNI build only).
+// QuantDotRange, bit for bit), and its token tiles (quant_tile.h).
 struct X86QuantDots {
   QuantDotTokensFn tokens = nullptr;
   QuantDotRangeFn range = nullptr;

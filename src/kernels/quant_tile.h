@@ -3,12 +3,14 @@
 //
 // A row-at-a-time kernel must reduce each block's integer products to one sum per (row, token,
 // block) before it can scale it: with blocks of 32 bytes in consecutive lanes that reduction (a
-// transpose of eight vectors) cost more than the products. Here both operands are stored with
-// their 4-byte groups interleaved, so that accumulating the products of a 256-column group's four
-// 64-byte vectors leaves block k's partial sums in lanes k and k + 8 only.
+// transpose of eight vectors) cost more than the products. Here both operands are stored
+// transposed in 4-byte groups, so that accumulating the products of a 256-column group's
+// vectors leaves block k's sums in lane k (AVX2's eight 32-byte vectors) or lanes k and k + 8
+// (AVX-512's four 64-byte ones) only.
 //
 // Tiled order of a group of 256 columns (8 blocks of 32): element e (block k = e / 32, 4-byte
-// group j = (e % 32) / 4) lies at byte 64 (j / 2) + 4 (k + 8 (j % 2)) + e % 4 (TiledOffset).
+// group j = (e % 32) / 4) lies at byte 32 j + 4 k + e % 4 (TiledOffset): 32-byte vector j holds
+// group j of every block.
 //
 // Tiled activation row (TileActivations), per token, from its quantized row (quant_dot.h), G =
 // ceil(cols / 256) groups, the columns past `cols` padded:
@@ -34,7 +36,7 @@ namespace kvengine {
 // Byte offset of element e (< 256) of a group in the tiled order (above).
 constexpr int64_t TiledOffset(int64_t e) {
   const int64_t k = e / 32, j = (e % 32) / 4;
-  return 64 * (j / 2) + 4 * (k + 8 * (j % 2)) + e % 4;
+  return 32 * j + 4 * k + e % 4;
 }
 
 // Bytes of one tiled activation row of `cols` columns (a multiple of 64).

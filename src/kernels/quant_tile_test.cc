@@ -96,7 +96,7 @@ TEST(TileActivationsTest, Q8KKeepsCodesScalesAndSums) {
   }
 }
 
-// The tables that have token tiles (the AVX-512 VNNI build on a CPU with it).
+// The tables that have token tiles (the x86 builds: AVX2, and AVX-512 VNNI on a CPU with it).
 std::vector<const KernelTable*> TileTables() {
   std::vector<const KernelTable*> out;
   for (const KernelTable& k : AvailableKernelTables()) {
@@ -110,21 +110,29 @@ struct TokenRows {
   std::vector<uint8_t> quantized, tiled;
   size_t quantized_stride = 0, tiled_stride = 0;
 };
-TokenRows MakeTokens(std::mt19937& rng, ActivationFormat af, int64_t cols, int64_t n) {
+TokenRows QuantizeTokens(ActivationFormat af, int64_t cols,
+                         const std::vector<std::vector<float>>& xs) {
   TokenRows t;
+  const size_t n = xs.size();
   t.quantized_stride = ActivationRowBytes(af, cols);
   t.tiled_stride = TiledActivationRowBytes(af, cols);
-  t.quantized.resize(t.quantized_stride * static_cast<size_t>(n));
-  t.tiled.resize(t.tiled_stride * static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    // The last token at a small scale; one token's first block all zero (d = 0).
-    std::vector<float> x = RandomFloats(rng, static_cast<size_t>(cols), i == n - 1 ? 1e-3f : 1.0f);
-    if (i == 1) std::fill(x.begin(), x.begin() + 32, 0.0f);
-    uint8_t* q = t.quantized.data() + static_cast<size_t>(i) * t.quantized_stride;
-    QuantizeActivations(af, x.data(), cols, q);
-    TileActivations(af, q, cols, t.tiled.data() + static_cast<size_t>(i) * t.tiled_stride);
+  t.quantized.resize(t.quantized_stride * n);
+  t.tiled.resize(t.tiled_stride * n);
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* q = t.quantized.data() + i * t.quantized_stride;
+    QuantizeActivations(af, xs[i].data(), cols, q);
+    TileActivations(af, q, cols, t.tiled.data() + i * t.tiled_stride);
   }
   return t;
+}
+TokenRows MakeTokens(std::mt19937& rng, ActivationFormat af, int64_t cols, int64_t n) {
+  std::vector<std::vector<float>> xs;
+  for (int64_t i = 0; i < n; ++i) {
+    // The last token at a small scale; one token's first block all zero (d = 0).
+    xs.push_back(RandomFloats(rng, static_cast<size_t>(cols), i == n - 1 ? 1e-3f : 1.0f));
+    if (i == 1) std::fill(xs.back().begin(), xs.back().begin() + 32, 0.0f);
+  }
+  return QuantizeTokens(af, cols, xs);
 }
 
 // quant_tile_rows of `k` on w's rows [r0, r1) equals QuantDot of each row of `rows` (the same
@@ -177,6 +185,47 @@ TEST(QuantTileRowsTest, EveryTableBitIdenticalToReference) {
           }
         }
       }
+    }
+  }
+}
+
+// The codes at the ends of their ranges, where the AVX2 build's int16 pair sums come closest to
+// saturating: Q8_0 weights of -128, -127 and 127, the 4-6 bit formats' random bytes (every code
+// up to 15, 31 or 63), against activations of +-1 (codes +-127, and -128 for q8_K when a block's
+// largest magnitude is negative) with signs at random, all -1 and all +1.
+TEST(QuantTileRowsTest, CodesAtTheEndsOfTheirRanges) {
+  const std::vector<const KernelTable*> tables = TileTables();
+  if (tables.empty()) GTEST_SKIP() << "no kernel target with token tiles on this CPU";
+  std::mt19937 rng(41);
+  for (GgmlType type : kMatMulTypes) {
+    const std::optional<ActivationFormat> af = ActivationFormatOf(*WeightFormatOf(type));
+    if (!af.has_value()) continue;
+    constexpr int64_t kCols = 512;
+    TestWeights w = RandomWeights(rng, type, 11, kCols);
+    if (type == GgmlType::kQ8_0) {
+      const int8_t ends[] = {-128, -127, 127};
+      std::uniform_int_distribution<int> pick(0, 2);
+      for (int64_t r = 0; r < w.view.rows; ++r) {
+        for (int64_t c = 0; c < kCols; ++c) {
+          uint8_t* block = w.bytes.data() + static_cast<size_t>(r) * w.view.row_bytes +
+                           static_cast<size_t>(c / 32) * kQ8_0BlockBytes;
+          block[2 + c % 32] = static_cast<uint8_t>(ends[pick(rng)]);
+        }
+      }
+    }
+    std::bernoulli_distribution coin(0.5);
+    std::vector<std::vector<float>> xs;
+    for (int i = 0; i < 9; ++i) {
+      std::vector<float> x(kCols, i == 1 ? -1.0f : 1.0f);
+      if (i >= 2) {
+        for (float& v : x) v = coin(rng) ? 1.0f : -1.0f;
+      }
+      xs.push_back(x);
+    }
+    const TokenRows t = QuantizeTokens(*af, kCols, xs);
+    for (const KernelTable* k : tables) {
+      ExpectTileMatchesReference(*k, w.view, w.view, t, static_cast<int64_t>(xs.size()), 0,
+                                 w.view.rows);
     }
   }
 }
