@@ -38,13 +38,26 @@ KV_QD_FN int32_t HorizontalSum(__m256i v) {
 
 // A K-quant super-block against one q8_K block: sum over the 8 groups of 32 of
 // (code[g] . x->qs[32 g ..]) times each 16-element half's int16 scale in scale[g]; exact int32.
-KV_QD_FN int32_t ScaledGroupDot(const __m256i* code, const __m256i* scale, const Q8KBlock* x) {
+// ScaledGroupDot before its horizontal sum: int32 lanes whose total it is.
+KV_QD_FN __m256i ScaledGroupLanes(const __m256i* code, const __m256i* scale, const Q8KBlock* x) {
   __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // Two chains.
   for (int g = 0; g < 8; ++g) {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * g));
     isum[g & 1] = AddScaled16(isum[g & 1], _mm256_maddubs_epi16(code[g], q), scale[g]);
   }
-  return HorizontalSum(_mm256_add_epi32(isum[0], isum[1]));
+  return _mm256_add_epi32(isum[0], isum[1]);
+}
+
+KV_QD_FN int32_t ScaledGroupDot(const __m256i* code, const __m256i* scale, const Q8KBlock* x) {
+  return HorizontalSum(ScaledGroupLanes(code, scale, x));
+}
+
+// The totals of a's and b's int32 lanes, converted to float, in lanes 0 and 1 (one reduction for
+// both; the same values as two HorizontalSums and two conversions).
+KV_QD_FN __m128 TwoTotals(__m256i a, __m256i b) {
+  const __m256i h = _mm256_hadd_epi32(a, b);  // a01 a23 b01 b23 | a45 a67 b45 b67
+  const __m128i q = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  return _mm_cvtepi32_ps(_mm_hadd_epi32(q, q));
 }
 
 KV_QD_FN uint16_t LoadU16(const uint8_t* p) {
@@ -126,6 +139,23 @@ KV_QD_FN void UnpackScaleMin(const uint8_t* packed, uint8_t* out) {
                          w[1] & kLow6,                                           // mn 0..3
                          ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4)};  // mn 4..7
   std::memcpy(out, v, 16);
+}
+
+// UnpackScaleMin in a vector register, reading 16 bytes at packed (the 12 packed bytes and 4 of
+// the codes after them, unused): bytes 0..7 the scales, 8..15 the mins. (Through the scalar
+// version's bytes in memory, each super-block's scales waited on a failed store-to-load
+// forward: 4 stores, one 16-byte load.)
+KV_QD_FN __m128i UnpackScaleMinVector(const uint8_t* packed) {
+  const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));  // w0 w1 w2 -
+  // Lanes 0 and 2 take w0, w1 & 0x3F; lanes 1 and 3 take w2 & 0x0F and (w2 >> 4) & 0x0F, ored
+  // with the top 2 bits of w0, w1's bytes moved to bits 4..5.
+  const __m128i low = _mm_srlv_epi32(_mm_shuffle_epi32(w, _MM_SHUFFLE(2, 1, 2, 0)),
+                                     _mm_setr_epi32(0, 0, 0, 4));  // w0, w2, w1, w2 >> 4
+  const __m128i top =
+      _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(w, _MM_SHUFFLE(1, 1, 0, 0)), 2),
+                    _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(
+      _mm_and_si128(low, _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F)), top);
 }
 
 // The f16 at p + offset of `count` (<= 8) consecutive blocks kStride bytes apart, as floats in
@@ -318,74 +348,143 @@ KV_QD_FN void Q6KCodes(const uint8_t* p, __m256i* code) {
   }
 }
 
-// Q4_K (kQ5 false) and Q5_K.
+// Int16 lanes: word w of the 128-bit vector v in every lane of its half, low half's word wl and
+// high half's word wh (v broadcast to both halves; vpshufb picks within each half).
+template <int kWl, int kWh>
+KV_QD_FN __m256i PickWords(__m256i v) {
+  const auto b = [](int w) { return static_cast<char>(2 * w); };
+  const auto c = [](int w) { return static_cast<char>(2 * w + 1); };
+  return _mm256_shuffle_epi8(
+      v, _mm256_setr_epi8(b(kWl), c(kWl), b(kWl), c(kWl), b(kWl), c(kWl), b(kWl), c(kWl), b(kWl),
+                          c(kWl), b(kWl), c(kWl), b(kWl), c(kWl), b(kWl), c(kWl), b(kWh), c(kWh),
+                          b(kWh), c(kWh), b(kWh), c(kWh), b(kWh), c(kWh), b(kWh), c(kWh), b(kWh),
+                          c(kWh), b(kWh), c(kWh), b(kWh), c(kWh)));
+}
+
+// scale[g] = the int16 words (lo[g] in the low half, hi[g] in the high half) of two 8-word
+// vectors (broadcast to both halves), for g < 4 from a and g >= 4 from b: kLowHigh picks the
+// words (2 g, 2 g + 1) of the 16 in a, b (Q6_K's two scales per sub-block), else word g twice.
+template <bool kPairs, int kG = 0>
+KV_QD_FN void ScaleVectors(__m256i a, __m256i b, __m256i* scale) {
+  if constexpr (kG < 8) {
+    if constexpr (kPairs) {
+      scale[kG] = PickWords<(2 * kG) % 8, (2 * kG + 1) % 8>(kG < 4 ? a : b);
+    } else {
+      scale[kG] = PickWords<kG, kG>(a);
+    }
+    ScaleVectors<kPairs, kG + 1>(a, b, scale);
+  }
+}
+
+// A Q4_K (kQ5 false) or Q5_K super-block, decoded once for its dot products with q8_K blocks.
+struct Q45KDecoded {
+  __m256i code[8];   // Sub-block s's 32 codes (Q45KCodes).
+  __m256i scale[8];  // Sub-block s's scale in every int16 lane.
+  __m256i mins16;    // mn[s] in int16 lanes 2 s and 2 s + 1, against the 16 bsums.
+  float dw, dmin;
+};
+
 template <bool kQ5>
-KV_QD_FN void DotQ45KRange(const uint8_t* chunk, int64_t c0, int64_t width, const uint8_t* xq,
-                           size_t xq_stride, int64_t n_tokens, QuantDotState* state) {
-  constexpr size_t kBytes = kQ5 ? kQ5_KBlockBytes : kQ4_KBlockBytes;
+KV_QD_FN void DecodeQ45K(const uint8_t* p, Q45KDecoded* out) {
+  const __m128i bytes = UnpackScaleMinVector(p + 4);  // Scales of sub-blocks 0..7, their mins.
+  const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
+  ScaleVectors<false>(sc16, sc16, out->scale);
+  out->mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes));
+  Q45KCodes<kQ5>(p, out->code);
+  out->dw = Half(p);
+  out->dmin = Half(p + 2);
+}
+
+// acc after block k of the row against q8_K block x (quant_dot.h's K-quant step).
+KV_QD_FN float StepQ45K(const Q45KDecoded& k, const Q8KBlock* x, float acc) {
+  const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums));
+  const __m128 sums = TwoTotals(ScaledGroupLanes(k.code, k.scale, x),
+                                _mm256_madd_epi16(k.mins16, bsums));  // dot, msum
+  return (acc + (k.dw * x->d) * _mm_cvtss_f32(sums)) -
+         (k.dmin * x->d) * _mm_cvtss_f32(_mm_movehdup_ps(sums));
+}
+
+// A Q6_K super-block, decoded once.
+struct Q6KDecoded {
+  __m256i code[8];   // Elements 32 g .. 32 g + 31 (0 .. 63), Q6KCodes.
+  __m256i scale[8];  // Their two sub-block scales: scales[2 g] low half, scales[2 g + 1] high.
+  __m256i scales16;  // The 16 scales as int16, against the 16 bsums.
+  float dw;
+};
+
+KV_QD_FN void DecodeQ6K(const uint8_t* p, Q6KDecoded* out) {
+  Q6KCodes(p, out->code);
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
+  out->scales16 = _mm256_cvtepi8_epi16(bytes);
+  ScaleVectors<true>(_mm256_broadcastsi128_si256(_mm256_castsi256_si128(out->scales16)),
+                     _mm256_broadcastsi128_si256(_mm256_extracti128_si256(out->scales16, 1)),
+                     out->scale);
+  out->dw = Half(p + 208);
+}
+
+KV_QD_FN float StepQ6K(const Q6KDecoded& k, const Q8KBlock* x, float acc) {
+  const __m256i bias =
+      _mm256_madd_epi16(k.scales16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
+  // dot - 32 bias, lane by lane before the one horizontal sum (exact integers either way).
+  const int32_t sum = HorizontalSum(
+      _mm256_sub_epi32(ScaledGroupLanes(k.code, k.scale, x), _mm256_slli_epi32(bias, 5)));
+  return acc + (k.dw * x->d) * static_cast<float>(sum);
+}
+
+// Super-blocks [c0 / 256, (c0 + width) / 256) of a row (chunk at the first) for every token,
+// carried in state[t].lane[0]; each super-block decoded once per kTokenChunk tokens.
+template <class Decoded, auto kDecode, auto kStep, size_t kBytes>
+KV_QD_FN void DotKRange(const uint8_t* chunk, int64_t c0, int64_t width, const uint8_t* xq,
+                        size_t xq_stride, int64_t n_tokens, QuantDotState* state) {
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
     const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
     float acc[kTokenChunk];
     for (int64_t t = 0; t < nt; ++t) acc[t] = state[t0 + t].lane[0];
     for (int64_t b = c0 / 256; b < (c0 + width) / 256; ++b) {
-      const uint8_t* p = chunk + static_cast<size_t>(b - c0 / 256) * kBytes;
-      uint8_t sc_mn[16];  // Scales of sub-blocks 0..7, then their mins.
-      UnpackScaleMin(p + 4, sc_mn);
-      __m256i scale[8];
-      for (int s = 0; s < 8; ++s) scale[s] = _mm256_set1_epi16(sc_mn[s]);
-      // mins16: mn[s] in int16 lanes 2 s and 2 s + 1, against the 16 bsums (two per sub-block).
-      const __m256i mins16 = _mm256_cvtepu8_epi16(
-          _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc_mn + 8)),
-                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc_mn + 8))));
-      __m256i code[8];
-      Q45KCodes<kQ5>(p, code);
-      const float dw = Half(p);
-      const float dmin = Half(p + 2);
+      Decoded k;
+      kDecode(chunk + static_cast<size_t>(b - c0 / 256) * kBytes, &k);
       for (int64_t t = 0; t < nt; ++t) {
         const auto* x =
             reinterpret_cast<const Q8KBlock*>(xq + static_cast<size_t>(t0 + t) * xq_stride +
                                               static_cast<size_t>(b) * sizeof(Q8KBlock));
-        const int32_t msum =
-            Dot16(mins16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
-        const int32_t dot = ScaledGroupDot(code, scale, x);
-        acc[t] = (acc[t] + (dw * x->d) * static_cast<float>(dot)) -
-                 (dmin * x->d) * static_cast<float>(msum);
+        acc[t] = kStep(k, x, acc[t]);
       }
     }
     for (int64_t t = 0; t < nt; ++t) state[t0 + t].lane[0] = acc[t];
   }
 }
 
-KV_QD_FN void DotQ6KRange(const uint8_t* chunk, int64_t c0, int64_t width, const uint8_t* xq,
-                          size_t xq_stride, int64_t n_tokens, QuantDotState* state) {
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
-    const int64_t nt = std::min(kTokenChunk, n_tokens - t0);
-    float acc[kTokenChunk];
-    for (int64_t t = 0; t < nt; ++t) acc[t] = state[t0 + t].lane[0];
-    for (int64_t b = c0 / 256; b < (c0 + width) / 256; ++b) {
-      const uint8_t* p = chunk + static_cast<size_t>(b - c0 / 256) * kQ6_KBlockBytes;
-      const auto* scales = reinterpret_cast<const int8_t*>(p + 192);
-      // code[g]: elements 32 g .. 32 g + 31 (0 .. 63); scale[g]: their two sub-block scales.
-      __m256i code[8], scale[8];
-      Q6KCodes(p, code);
-      for (int g = 0; g < 8; ++g) {
-        scale[g] =
-            _mm256_set_m128i(_mm_set1_epi16(scales[2 * g + 1]), _mm_set1_epi16(scales[2 * g]));
-      }
-      const __m256i scales16 =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
-      const float dw = Half(p + 208);
-      for (int64_t t = 0; t < nt; ++t) {
-        const auto* x =
-            reinterpret_cast<const Q8KBlock*>(xq + static_cast<size_t>(t0 + t) * xq_stride +
-                                              static_cast<size_t>(b) * sizeof(Q8KBlock));
-        const int32_t bias =
-            Dot16(scales16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums)));
-        const int32_t dot = ScaledGroupDot(code, scale, x);
-        acc[t] = acc[t] + (dw * x->d) * static_cast<float>(dot - 32 * bias);
-      }
-    }
-    for (int64_t t = 0; t < nt; ++t) state[t0 + t].lane[0] = acc[t];
+// One token over a whole row of nb super-blocks: DotKRange's operations in its order, with the
+// accumulator in a register (through state[t] on the stack, each super-block's float steps
+// waited on a store and a load of the one before: llama-1b Q4_K decode, measured in
+// BENCHMARKS.md).
+template <class Decoded, auto kDecode, auto kStep, size_t kBytes>
+KV_QD_FN float DotKOne(const uint8_t* row, int64_t nb, const Q8KBlock* x) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    Decoded k;
+    kDecode(row + static_cast<size_t>(b) * kBytes, &k);
+    acc = kStep(k, x + b, acc);
+  }
+  return acc;
+}
+
+// Calls f.template operator()<Decoded, kDecode, kStep, kBytes>() for a K-quant format and returns
+// true; false for any other format.
+template <class Fn>
+KV_QD_FN bool WithFormatK(WeightFormat format, const Fn& f) {
+  switch (format) {
+    case WeightFormat::kQ4_K:
+      f.template operator()<Q45KDecoded, &DecodeQ45K<false>, &StepQ45K, kQ4_KBlockBytes>();
+      return true;
+    case WeightFormat::kQ5_K:
+      f.template operator()<Q45KDecoded, &DecodeQ45K<true>, &StepQ45K, kQ5_KBlockBytes>();
+      return true;
+    case WeightFormat::kQ6_K:
+      f.template operator()<Q6KDecoded, &DecodeQ6K, &StepQ6K, kQ6_KBlockBytes>();
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -418,20 +517,18 @@ __attribute__((target(KV_QD_TARGET))) void QuantDotRange(WeightFormat format, co
                                                          int64_t c0, int64_t width, int64_t cols,
                                                          const uint8_t* xq, size_t xq_stride,
                                                          int64_t n_tokens, QuantDotState* state) {
-  const bool done = WithFormat32(format, [&]<WeightFormat F, size_t kBlockBytes>() __attribute__((target(KV_QD_TARGET))) {
-    Dot32Range<F, kBlockBytes>(chunk, c0, width, cols, xq, xq_stride, n_tokens, state);
-  });
+  const bool done = WithFormat32(
+      format, [&]<WeightFormat F, size_t kBlockBytes>() __attribute__((target(KV_QD_TARGET))) {
+        Dot32Range<F, kBlockBytes>(chunk, c0, width, cols, xq, xq_stride, n_tokens, state);
+      });
   if (done) return;
-  switch (format) {
-    case WeightFormat::kQ4_K:
-      return DotQ45KRange<false>(chunk, c0, width, xq, xq_stride, n_tokens, state);
-    case WeightFormat::kQ5_K:
-      return DotQ45KRange<true>(chunk, c0, width, xq, xq_stride, n_tokens, state);
-    case WeightFormat::kQ6_K:
-      return DotQ6KRange(chunk, c0, width, xq, xq_stride, n_tokens, state);
-    default:
-      break;
-  }
+  const bool done_k = WithFormatK(
+      format, [&]<class Decoded, auto kDecode, auto kStep, size_t kBytes>()
+                  __attribute__((target(KV_QD_TARGET))) {
+                    DotKRange<Decoded, kDecode, kStep, kBytes>(chunk, c0, width, xq, xq_stride,
+                                                               n_tokens, state);
+                  });
+  if (done_k) return;
   KV_CHECK(false) << "no quantized dot for a float format";
 }
 
@@ -446,12 +543,21 @@ __attribute__((target(KV_QD_TARGET))) void QuantDotTokens(WeightFormat format, c
                                                           float* y, int64_t y_stride) {
   if (n_tokens == 1 && (cols / 32) % 8 == 0) {
     const auto* dx = reinterpret_cast<const float*>(xq + cols);
-    const bool done = WithFormat32(format, [&]<WeightFormat F, size_t kBlockBytes>() __attribute__((target(KV_QD_TARGET))) {
-      y[0] = ReduceLanes(Dot32OneWholeGroups<F, kBlockBytes>(row, cols / 32,
-                                                             reinterpret_cast<const int8_t*>(xq),
-                                                             dx, dx + cols / 32,
-                                                             _mm256_setzero_ps()));
-    });
+    const bool done = WithFormat32(
+        format, [&]<WeightFormat F, size_t kBlockBytes>() __attribute__((target(KV_QD_TARGET))) {
+          y[0] = ReduceLanes(Dot32OneWholeGroups<F, kBlockBytes>(
+              row, cols / 32, reinterpret_cast<const int8_t*>(xq), dx, dx + cols / 32,
+              _mm256_setzero_ps()));
+        });
+    if (done) return;
+  }
+  if (n_tokens == 1 && cols % 256 == 0) {
+    const bool done = WithFormatK(
+        format, [&]<class Decoded, auto kDecode, auto kStep, size_t kBytes>()
+                    __attribute__((target(KV_QD_TARGET))) {
+                      y[0] = DotKOne<Decoded, kDecode, kStep, kBytes>(
+                          row, cols / 256, reinterpret_cast<const Q8KBlock*>(xq));
+                    });
     if (done) return;
   }
   const bool k_quant = format == WeightFormat::kQ4_K || format == WeightFormat::kQ5_K ||
