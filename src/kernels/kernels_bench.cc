@@ -91,7 +91,8 @@ class WeightCopies {
     Result<HugePageRegion> region = HugePageRegion::Allocate(size_ * count_);
     KV_CHECK(region.ok()) << region.status().ToString();
     region_ = std::move(region).value();
-    for (size_t i = 0; i < count_; ++i) std::memcpy(region_.data() + i * size_, bytes.data(), size_);
+    for (size_t i = 0; i < count_; ++i)
+      std::memcpy(region_.data() + i * size_, bytes.data(), size_);
   }
   const uint8_t* Next() { return region_.data() + (next_++ % count_) * size_; }
 
@@ -153,6 +154,66 @@ void BM_MatMulDecodeInCache(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes.size()));
 }
 BENCHMARK(BM_MatMulDecodeInCache)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Offsets of the f16 fields (scales, mins) in one block of a block-quantized type.
+std::vector<size_t> HalfFields(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+      return {0};
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+      return {0, 2};
+    case GgmlType::kQ6_K:
+      return {208};
+    default:
+      return {};
+  }
+}
+
+// Decode (one token, one thread) over block-quantized weights that stay in L2 (128 x 2048):
+// the per-row kernel's arithmetic cost without the memory's noise (argument: the type; bytes/s
+// of weights). Random codes, every f16 field 0.001.
+constexpr GgmlType kQuantTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+                                    GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ4_K,
+                                    GgmlType::kQ5_K, GgmlType::kQ6_K};
+void BM_QuantDecodeInCache(benchmark::State& state) {
+  const GgmlType type = kQuantTypes[state.range(0)];
+  const int64_t kCacheRows = state.range(1);
+  ThreadPool pool(1);
+  std::mt19937 rng(1);
+  const size_t row_bytes = static_cast<size_t>(*GgmlRowBytes(type, kCols));
+  const size_t block_bytes = GetGgmlTypeTraits(type).bytes_per_block;
+  std::vector<uint8_t> bytes(row_bytes * kCacheRows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
+  const uint16_t scale = F32ToF16(0.001f);
+  for (size_t block = 0; block < bytes.size() / block_bytes; ++block) {
+    for (size_t offset : HalfFields(type)) {
+      std::memcpy(bytes.data() + block * block_bytes + offset, &scale, 2);
+    }
+  }
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(kCols));
+  for (float& v : x) v = normal(rng);
+  std::vector<float> y(static_cast<size_t>(kCacheRows));
+  for (auto _ : state) {
+    const WeightView w{type, kCacheRows, kCols, bytes.data(), row_bytes};
+    MatMul(w, x.data(), 1, y.data(), &pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes.size()));
+  state.SetLabel(std::string(GgmlTypeName(type)) + " " + ActiveKernelTarget());
+}
+BENCHMARK(BM_QuantDecodeInCache)
+    ->ArgNames({"type", "rows"})
+    ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kQuantTypes) - 1, 1), {128, 256}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // F16 MatMul at the shapes of a serving step (arguments: n_tokens, cols, threads, blocks; 2048
 // rows): one decode token, small batches (4 and 6 tokens: the most the decode streams take on

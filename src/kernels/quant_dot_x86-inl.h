@@ -73,10 +73,13 @@ KV_QD_FN float Half(const uint8_t* p) {
 }
 
 // 16 bytes of nibbles -> 32 codes in element order (low nibbles, then high nibbles).
+// The bytes go to both halves in one load and the high half is shifted by 4 (two operations;
+// halves built separately and inserted took five).
 KV_QD_FN __m256i Nibbles32(const uint8_t* qs) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i m = _mm_set1_epi8(15);
-  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+  const __m256i b =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)),
+                          _mm256_set1_epi8(15));
 }
 
 // Byte j = 0x10 when bit j of qh is set, else 0 (j < 32).
@@ -91,23 +94,46 @@ KV_QD_FN __m256i FifthBits(const uint8_t* p) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// Int32 lanes whose total is block b's isum (quant_dot.h) for the 32-element formats.
-// Block j's 32 codes in element order: signed (Q8_0, Q4_0, Q5_0) or unsigned (Q4_1, Q5_1).
+// The offset that Q4_0's and Q5_0's stored codes carry (code = stored - offset); 0 for the
+// others.
 template <WeightFormat F>
+inline constexpr int kCodeOffset = F == WeightFormat::kQ4_0 ? 8
+                                                            : (F == WeightFormat::kQ5_0 ? 16 : 0);
+
+// Block j's 32 codes in element order: signed (Q8_0, Q4_0, Q5_0) or unsigned (Q4_1, Q5_1).
+// kStored: Q4_0's and Q5_0's as stored (code + kCodeOffset, unsigned).
+template <WeightFormat F, bool kStored = false>
 KV_QD_FN __m256i Codes32(const uint8_t* p) {
   if constexpr (F == WeightFormat::kQ8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
   } else if constexpr (F == WeightFormat::kQ4_0) {
-    return _mm256_sub_epi8(Nibbles32(p + 2), _mm256_set1_epi8(8));
+    const __m256i c = Nibbles32(p + 2);
+    return kStored ? c : _mm256_sub_epi8(c, _mm256_set1_epi8(8));
   } else if constexpr (F == WeightFormat::kQ5_0) {
     const __m256i c = _mm256_or_si256(Nibbles32(p + 6), FifthBits(p + 2));
-    return _mm256_sub_epi8(c, _mm256_set1_epi8(16));
+    return kStored ? c : _mm256_sub_epi8(c, _mm256_set1_epi8(16));
   } else if constexpr (F == WeightFormat::kQ4_1) {
     return Nibbles32(p + 4);
   } else {
     static_assert(F == WeightFormat::kQ5_1);
     return _mm256_or_si256(Nibbles32(p + 8), FifthBits(p + 4));
   }
+}
+
+// Lane k (k < 8): sum over bytes 4k .. 4k + 3 of (u[i] - kOffset) * y[i], for stored codes
+// u <= 31 (so the products need no sign trick: u . y - kOffset * sum(y)).
+template <int kOffset>
+KV_QD_FN __m256i OffsetDot(__m256i u, __m256i y) {
+  const __m256i off = _mm256_set1_epi8(kOffset);
+#if KV_QD_VNNI
+  return _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y),
+                          _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, y));
+#else
+  // Both pair sums and their difference fit int16 (2 * 31 * 127 + 2 * 16 * 127 < 2^15).
+  return _mm256_madd_epi16(
+      _mm256_sub_epi16(_mm256_maddubs_epi16(u, y), _mm256_maddubs_epi16(off, y)),
+      _mm256_set1_epi16(1));
+#endif
 }
 
 // Lane k = total of v[k]'s lanes.
@@ -206,12 +232,15 @@ KV_QD_FN __m256 Dot32OneWholeGroups(const uint8_t* chunk, int64_t nb, const int8
     const uint8_t* p0 = chunk + static_cast<size_t>(g) * kBlockBytes;
     __m256i v[8];
     for (int k = 0; k < 8; ++k) {
-      const __m256i c = Codes32<F>(p0 + static_cast<size_t>(k) * kBlockBytes);
-      __m256i yk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * (g + k)));
-      if constexpr (kSigned) {
+      const uint8_t* p = p0 + static_cast<size_t>(k) * kBlockBytes;
+      const __m256i yk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * (g + k)));
+      if constexpr (kCodeOffset<F> != 0) {
+        v[k] = OffsetDot<kCodeOffset<F>>(Codes32<F, /*kStored=*/true>(p), yk);
+      } else if constexpr (kSigned) {
+        const __m256i c = Codes32<F>(p);
         v[k] = DotU8S8(_mm256_sign_epi8(c, c), _mm256_sign_epi8(yk, c));
       } else {
-        v[k] = DotU8S8(c, yk);
+        v[k] = DotU8S8(Codes32<F>(p), yk);
       }
     }
     const __m256 dw = Halves<kBlockBytes>(p0, 0, 8);
