@@ -334,26 +334,37 @@ KV_QD_FN void Dot32Range(const uint8_t* chunk, int64_t c0, int64_t width, int64_
   }
 }
 
+// Byte j = 0x10 when bit kBit of byte j of v is set, else 0: one shift of 16-bit lanes moves
+// bit kBit of both bytes to bit 4 (the bits it brings across from the other byte are masked).
+template <int kBit>
+KV_QD_FN __m256i BitToFour(__m256i v) {
+  const __m256i x10 = _mm256_set1_epi8(0x10);
+  if constexpr (kBit < 4) return _mm256_and_si256(_mm256_slli_epi16(v, 4 - kBit), x10);
+  if constexpr (kBit == 4) return _mm256_and_si256(v, x10);
+  return _mm256_and_si256(_mm256_srli_epi16(v, kBit - 4), x10);
+}
+
 // A Q4_K (kQ5 false) or Q5_K super-block's codes: code[s] = sub-block s's 32 codes (elements
 // 32 s ..), in element order.
 template <bool kQ5>
 KV_QD_FN void Q45KCodes(const uint8_t* p, __m256i* code) {
   const __m256i m4 = _mm256_set1_epi8(15);
-  const __m256i x10 = _mm256_set1_epi8(0x10);
   const uint8_t* qs = p + (kQ5 ? 48 : 16);
-  __m256i qhv = _mm256_setzero_si256();
-  if constexpr (kQ5) qhv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
   for (int i = 0; i < 4; ++i) {
     const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * i));
     code[2 * i] = _mm256_and_si256(bytes, m4);
     code[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-    if constexpr (kQ5) {
-      for (int h = 0; h < 2; ++h) {
-        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + h)));
-        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(qhv, bit), bit);
-        code[2 * i + h] = _mm256_or_si256(code[2 * i + h], _mm256_and_si256(set, x10));
-      }
-    }
+  }
+  if constexpr (kQ5) {
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+    code[0] = _mm256_or_si256(code[0], BitToFour<0>(qh));
+    code[1] = _mm256_or_si256(code[1], BitToFour<1>(qh));
+    code[2] = _mm256_or_si256(code[2], BitToFour<2>(qh));
+    code[3] = _mm256_or_si256(code[3], BitToFour<3>(qh));
+    code[4] = _mm256_or_si256(code[4], BitToFour<4>(qh));
+    code[5] = _mm256_or_si256(code[5], BitToFour<5>(qh));
+    code[6] = _mm256_or_si256(code[6], BitToFour<6>(qh));
+    code[7] = _mm256_or_si256(code[7], BitToFour<7>(qh));
   }
 }
 
