@@ -21,6 +21,7 @@
 #include "kernels/matmul.h"
 #include "kernels/read_bandwidth.h"
 #include "kernels/vector_ops.h"
+#include "kernels/weight_blocks.h"
 #include "quant/half.h"
 
 namespace kvengine {
@@ -155,25 +156,6 @@ void BM_MatMulDecodeInCache(benchmark::State& state) {
 }
 BENCHMARK(BM_MatMulDecodeInCache)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-// Offsets of the f16 fields (scales, mins) in one block of a block-quantized type.
-std::vector<size_t> HalfFields(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ5_0:
-      return {0};
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_1:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-      return {0, 2};
-    case GgmlType::kQ6_K:
-      return {208};
-    default:
-      return {};
-  }
-}
-
 // Decode (one token, one thread) over block-quantized weights that stay in L2 (128 x 2048):
 // the per-row kernel's arithmetic cost without the memory's noise (argument: the type; bytes/s
 // of weights). Random codes, every f16 field 0.001.
@@ -192,7 +174,7 @@ void BM_QuantDecodeInCache(benchmark::State& state) {
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(byte(rng));
   const uint16_t scale = F32ToF16(0.001f);
   for (size_t block = 0; block < bytes.size() / block_bytes; ++block) {
-    for (size_t offset : HalfFields(type)) {
+    for (size_t offset : BlockHalfFieldOffsets(type)) {
       std::memcpy(bytes.data() + block * block_bytes + offset, &scale, 2);
     }
   }

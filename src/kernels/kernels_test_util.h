@@ -15,6 +15,7 @@
 
 #include "gguf/gguf_layout.h"
 #include "kernels/kernel_target.h"
+#include "kernels/weight_blocks.h"
 #include "kernels/weight_view.h"
 #include "quant/half.h"
 
@@ -27,25 +28,6 @@ inline constexpr GgmlType kMatMulTypes[] = {
 
 // Elements per block of `type` (1 for the float formats).
 inline int64_t BlockElements(GgmlType type) { return GetGgmlTypeTraits(type).block_size; }
-
-// Byte offsets of the f16 fields (scales, mins) within one block of a block-quantized format
-// other than Q8_0 (weight_blocks.h); empty for the others.
-inline std::vector<size_t> HalfFieldOffsets(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ5_0:
-      return {0};
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_1:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-      return {0, 2};
-    case GgmlType::kQ6_K:
-      return {208};
-    default:
-      return {};
-  }
-}
 
 // Normal(0, stddev) floats.
 inline std::vector<float> RandomFloats(std::mt19937& rng, size_t n, float stddev = 1.0f) {
@@ -110,7 +92,7 @@ inline TestWeights RandomWeights(std::mt19937& rng, GgmlType type, int64_t rows,
           if (c % block_elements != 0) break;  // Whole blocks at a time.
           uint8_t* p = row + static_cast<size_t>(c / block_elements) * block_bytes;
           for (size_t i = 0; i < block_bytes; ++i) p[i] = static_cast<uint8_t>(byte(rng));
-          const std::vector<size_t> halves = HalfFieldOffsets(type);
+          const std::vector<size_t> halves = BlockHalfFieldOffsets(type);
           for (size_t k = 0; k < halves.size(); ++k) {
             float v = std::exp2(log_scale(rng)) * (sign(rng) ? -1.0f : 1.0f);
             if (integers) v = k == 0 ? 1.0f : static_cast<float>(small_int(rng));

@@ -235,8 +235,7 @@ TEST(DequantizeRowTest, EveryTargetBitIdenticalToReference) {
       // Arbitrary bits for the float formats: NaNs, infinities and subnormals included.
       for (uint8_t& b : src) b = static_cast<uint8_t>(byte(rng));
       // Block scales and mins: finite f16 values of both signs, tiny and large.
-      std::vector<size_t> halves = kernels_test::HalfFieldOffsets(type);
-      if (type == GgmlType::kQ8_0) halves = {0};
+      const std::vector<size_t> halves = BlockHalfFieldOffsets(type);
       const size_t block_bytes = GetGgmlTypeTraits(type).bytes_per_block;
       for (size_t off = 0; !halves.empty() && off < bytes; off += block_bytes) {
         for (size_t h : halves) {

@@ -191,8 +191,8 @@ TEST(QuantTileRowsTest, EveryTableBitIdenticalToReference) {
 
 // The codes at the ends of their ranges, where the AVX2 build's int16 pair sums come closest to
 // saturating: Q8_0 weights of -128, -127 and 127, the 4-6 bit formats' random bytes (every code
-// up to 15, 31 or 63), against activations of +-1 (codes +-127, and -128 for q8_K when a block's
-// largest magnitude is negative) with signs at random, all -1 and all +1.
+// up to 15, 31 or 63), against activations of +-1 (codes +-127) with signs at random, all -1
+// and all +1.
 TEST(QuantTileRowsTest, CodesAtTheEndsOfTheirRanges) {
   const std::vector<const KernelTable*> tables = TileTables();
   if (tables.empty()) GTEST_SKIP() << "no kernel target with token tiles on this CPU";

@@ -36,6 +36,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "gguf/gguf_layout.h"
 
 #include "quant/codec_params.h"
 #include "quant/half.h"
@@ -63,6 +66,26 @@ inline void KQuantScaleMin(const uint8_t* b, int s, uint8_t* sc, uint8_t* mn) {
   } else {
     *sc = static_cast<uint8_t>((b[s + 4] & 15) | ((b[s - 4] >> 6) << 4));
     *mn = static_cast<uint8_t>((b[s + 4] >> 4) | ((b[s] >> 6) << 4));
+  }
+}
+
+// Byte offsets of the f16 fields (scales, mins) within one block of a block-quantized type, as
+// laid out above; empty for the float types.
+inline std::vector<size_t> BlockHalfFieldOffsets(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+      return {0};
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+      return {0, 2};
+    case GgmlType::kQ6_K:
+      return {208};
+    default:
+      return {};
   }
 }
 
