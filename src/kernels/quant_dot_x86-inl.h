@@ -36,9 +36,9 @@ KV_QD_FN int32_t HorizontalSum(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// A K-quant super-block against one q8_K block: sum over the 8 groups of 32 of
-// (code[g] . x->qs[32 g ..]) times each 16-element half's int16 scale in scale[g]; exact int32.
-// ScaledGroupDot before its horizontal sum: int32 lanes whose total it is.
+// A K-quant super-block against one q8_K block: int32 lanes whose total is the sum over the 8
+// groups of 32 of (code[g] . x->qs[32 g ..]) times each 16-element half's int16 scale in
+// scale[g]; exact.
 KV_QD_FN __m256i ScaledGroupLanes(const __m256i* code, const __m256i* scale, const Q8KBlock* x) {
   __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // Two chains.
   for (int g = 0; g < 8; ++g) {
@@ -46,10 +46,6 @@ KV_QD_FN __m256i ScaledGroupLanes(const __m256i* code, const __m256i* scale, con
     isum[g & 1] = AddScaled16(isum[g & 1], _mm256_maddubs_epi16(code[g], q), scale[g]);
   }
   return _mm256_add_epi32(isum[0], isum[1]);
-}
-
-KV_QD_FN int32_t ScaledGroupDot(const __m256i* code, const __m256i* scale, const Q8KBlock* x) {
-  return HorizontalSum(ScaledGroupLanes(code, scale, x));
 }
 
 // The totals of a's and b's int32 lanes, converted to float, in lanes 0 and 1 (one reduction for
@@ -151,27 +147,11 @@ KV_QD_FN float ReduceLanes(__m256 acc) {
   return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
 }
 
-// sum_k a[k] * b[k] over 16 int16 lanes (|a| <= 128, |b| <= 16 * 127: exact in int32).
-KV_QD_FN int32_t Dot16(__m256i a, __m256i b) { return HorizontalSum(_mm256_madd_epi16(a, b)); }
-
 // The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K / Q5_K super-block from its 12
-// packed bytes: KQuantScaleMin for every sub-block at once, in 32-bit words.
-KV_QD_FN void UnpackScaleMin(const uint8_t* packed, uint8_t* out) {
-  constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
-  uint32_t w[3];
-  std::memcpy(w, packed, 12);
-  const uint32_t v[4] = {w[0] & kLow6,                                           // sc 0..3
-                         (w[2] & kLow4) | (((w[0] >> 6) & kLow2) << 4),          // sc 4..7
-                         w[1] & kLow6,                                           // mn 0..3
-                         ((w[2] >> 4) & kLow4) | (((w[1] >> 6) & kLow2) << 4)};  // mn 4..7
-  std::memcpy(out, v, 16);
-}
-
-// UnpackScaleMin in a vector register, reading 16 bytes at packed (the 12 packed bytes and 4 of
-// the codes after them, unused): bytes 0..7 the scales, 8..15 the mins. (Through the scalar
-// version's bytes in memory, each super-block's scales waited on a failed store-to-load
-// forward: 4 stores, one 16-byte load.)
-KV_QD_FN __m128i UnpackScaleMinVector(const uint8_t* packed) {
+// packed bytes (KQuantScaleMin for every sub-block at once), reading 16 bytes at packed (4 of
+// the codes after them, unused). In a vector register: built by 32-bit scalar stores and read
+// back as one 16-byte vector, each super-block's scales waited on a failed store-to-load forward.
+KV_QD_FN __m128i UnpackScaleMin(const uint8_t* packed) {
   const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));  // w0 w1 w2 -
   // Lanes 0 and 2 take w0, w1 & 0x3F; lanes 1 and 3 take w2 & 0x0F and (w2 >> 4) & 0x0F, ored
   // with the top 2 bits of w0, w1's bytes moved to bits 4..5.
@@ -388,8 +368,8 @@ KV_QD_FN void Q6KCodes(const uint8_t* p, __m256i* code) {
   }
 }
 
-// Int16 lanes: word w of the 128-bit vector v in every lane of its half, low half's word wl and
-// high half's word wh (v broadcast to both halves; vpshufb picks within each half).
+// Word kWl of v's low 128-bit half in every int16 lane of the low half, word kWh of its high
+// half in every lane of the high half (vpshufb picks within each half).
 template <int kWl, int kWh>
 KV_QD_FN __m256i PickWords(__m256i v) {
   const auto b = [](int w) { return static_cast<char>(2 * w); };
@@ -401,9 +381,9 @@ KV_QD_FN __m256i PickWords(__m256i v) {
                           c(kWh), b(kWh), c(kWh), b(kWh), c(kWh)));
 }
 
-// scale[g] = the int16 words (lo[g] in the low half, hi[g] in the high half) of two 8-word
-// vectors (broadcast to both halves), for g < 4 from a and g >= 4 from b: kLowHigh picks the
-// words (2 g, 2 g + 1) of the 16 in a, b (Q6_K's two scales per sub-block), else word g twice.
+// scale[g] (g < 8) from 8-word vectors broadcast to both 128-bit halves: with kPairs, words
+// 2 g and 2 g + 1 of the 16 in a (words 0..7) and b (words 8..15) in the low and high half
+// (Q6_K's two scales per sub-block of 32); else word g of a in both.
 template <bool kPairs, int kG = 0>
 KV_QD_FN void ScaleVectors(__m256i a, __m256i b, __m256i* scale) {
   if constexpr (kG < 8) {
@@ -426,7 +406,7 @@ struct Q45KDecoded {
 
 template <bool kQ5>
 KV_QD_FN void DecodeQ45K(const uint8_t* p, Q45KDecoded* out) {
-  const __m128i bytes = UnpackScaleMinVector(p + 4);  // Scales of sub-blocks 0..7, their mins.
+  const __m128i bytes = UnpackScaleMin(p + 4);  // Scales of sub-blocks 0..7, their mins.
   const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
   ScaleVectors<false>(sc16, sc16, out->scale);
   out->mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes));

@@ -375,7 +375,7 @@ KV_QT_FN void DecodeRowK(const WeightView& w, int64_t r, int64_t i, const KTile&
       } else {
         Q45KCodes<F == WeightFormat::kQ5_K>(p, code);
         uint8_t sc_mn[16];
-        UnpackScaleMin(p + 4, sc_mn);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sc_mn), UnpackScaleMin(p + 4));
         for (int s = 0; s < 8; ++s) {
           m.sc_lo[s] = sc_mn[s];
           m.sc_hi[s] = 0;
