@@ -314,14 +314,15 @@ KV_QD_FN void Dot32Range(const uint8_t* chunk, int64_t c0, int64_t width, int64_
   }
 }
 
-// Byte j = 0x10 when bit kBit of byte j of v is set, else 0: one shift of 16-bit lanes moves
-// bit kBit of both bytes to bit 4 (the bits it brings across from the other byte are masked).
-template <int kBit>
-KV_QD_FN __m256i BitToFour(__m256i v) {
-  const __m256i x10 = _mm256_set1_epi8(0x10);
-  if constexpr (kBit < 4) return _mm256_and_si256(_mm256_slli_epi16(v, 4 - kBit), x10);
-  if constexpr (kBit == 4) return _mm256_and_si256(v, x10);
-  return _mm256_and_si256(_mm256_srli_epi16(v, kBit - 4), x10);
+// Per byte j: bits kBit .. kBit + kCount - 1 of byte j of v moved to bit 4 and up, the other
+// bits 0. One shift of 16-bit lanes moves both bytes' bits (those it brings across from the
+// other byte land outside the mask).
+template <int kBit, int kCount = 1>
+KV_QD_FN __m256i BitsToFour(__m256i v) {
+  const __m256i mask = _mm256_set1_epi8(static_cast<char>(((1 << kCount) - 1) << 4));
+  if constexpr (kBit < 4) return _mm256_and_si256(_mm256_slli_epi16(v, 4 - kBit), mask);
+  if constexpr (kBit == 4) return _mm256_and_si256(v, mask);
+  return _mm256_and_si256(_mm256_srli_epi16(v, kBit - 4), mask);
 }
 
 // A Q4_K (kQ5 false) or Q5_K super-block's codes: code[s] = sub-block s's 32 codes (elements
@@ -337,21 +338,20 @@ KV_QD_FN void Q45KCodes(const uint8_t* p, __m256i* code) {
   }
   if constexpr (kQ5) {
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
-    code[0] = _mm256_or_si256(code[0], BitToFour<0>(qh));
-    code[1] = _mm256_or_si256(code[1], BitToFour<1>(qh));
-    code[2] = _mm256_or_si256(code[2], BitToFour<2>(qh));
-    code[3] = _mm256_or_si256(code[3], BitToFour<3>(qh));
-    code[4] = _mm256_or_si256(code[4], BitToFour<4>(qh));
-    code[5] = _mm256_or_si256(code[5], BitToFour<5>(qh));
-    code[6] = _mm256_or_si256(code[6], BitToFour<6>(qh));
-    code[7] = _mm256_or_si256(code[7], BitToFour<7>(qh));
+    code[0] = _mm256_or_si256(code[0], BitsToFour<0>(qh));
+    code[1] = _mm256_or_si256(code[1], BitsToFour<1>(qh));
+    code[2] = _mm256_or_si256(code[2], BitsToFour<2>(qh));
+    code[3] = _mm256_or_si256(code[3], BitsToFour<3>(qh));
+    code[4] = _mm256_or_si256(code[4], BitsToFour<4>(qh));
+    code[5] = _mm256_or_si256(code[5], BitsToFour<5>(qh));
+    code[6] = _mm256_or_si256(code[6], BitsToFour<6>(qh));
+    code[7] = _mm256_or_si256(code[7], BitsToFour<7>(qh));
   }
 }
 
 // A Q6_K super-block's unsigned 6-bit codes: code[g] = elements 32 g .. 32 g + 31, in order.
 KV_QD_FN void Q6KCodes(const uint8_t* p, __m256i* code) {
   const __m256i m4 = _mm256_set1_epi8(15);
-  const __m256i m2 = _mm256_set1_epi8(3);
   for (int h = 0; h < 2; ++h) {
     const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h));
     const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * h + 32));
@@ -359,12 +359,11 @@ KV_QD_FN void Q6KCodes(const uint8_t* p, __m256i* code) {
     const __m256i nib[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
                             _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
                             _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4)};
-    for (int k = 0; k < 4; ++k) {
-      // (qh >> 2k) & 3 per byte (bits shifted in from the next byte land above bit 1), << 4.
-      const __m256i high = _mm256_slli_epi16(
-          _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), m2), 4);
-      code[4 * h + k] = _mm256_or_si256(nib[k], high);
-    }
+    // (qh >> 2k) & 3 per byte, << 4.
+    code[4 * h + 0] = _mm256_or_si256(nib[0], BitsToFour<0, 2>(qh));
+    code[4 * h + 1] = _mm256_or_si256(nib[1], BitsToFour<2, 2>(qh));
+    code[4 * h + 2] = _mm256_or_si256(nib[2], BitsToFour<4, 2>(qh));
+    code[4 * h + 3] = _mm256_or_si256(nib[3], BitsToFour<6, 2>(qh));
   }
 }
 
