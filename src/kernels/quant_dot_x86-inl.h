@@ -3,9 +3,10 @@
 // KV_QD_VNNI (1: AVX-512 VNNI dpbusd / dpwssd; 0: AVX2 maddubs + madd) defined. Not a header.
 //
 // Integer products: u8 x s8 pairs summed into int32 lanes. Bounds keep every step exact on both
-// paths: weight codes are at most 63 unsigned, or |code| <= 128 signed (handled as |w| and
-// sign(x, w)); activation codes lie in [-127, 127]; so a pair sum is at most 2 * 128 * 127 <
-// 2^15 and maddubs never saturates. The float steps follow quant_dot.h's definition exactly.
+// paths: weight codes are at most 63 unsigned, or |code| <= 128 signed (Q8_0: handled as |w| and
+// sign(x, w); Q4_0 / Q5_0 as their stored codes <= 31 minus an offset, OffsetDot); activation
+// codes lie in [-127, 127]; so a pair sum is at most 2 * 128 * 127 < 2^15 and maddubs never
+// saturates. The float steps follow quant_dot.h's definition exactly.
 
 namespace KV_QD_NS {
 
