@@ -67,7 +67,7 @@ case "$what" in
       and (.arithmetic == "f32" or (.arithmetic == "int16" and .kv_dtype == "int8")))
       and (map(select(.kv_dtype == "f16")) | all(.[]; .arithmetic == "f32"))
       and (map(select(.kv_dtype == "int8")) | all(.[]; .arithmetic ==
-        (if (.kernel | test("_(VNNI|I16)$")) then "int16" else "f32" end)))' "$json"
+        (if (.kernel | test("_(VNNI|I16)(_BF16)?$")) then "int16" else "f32" end)))' "$json"
     text=$("$bin" bench attention "${small[@]}" 2>&1)
     if grep -q "paged / contiguous" <<<"$text" && grep -q "tokens/s over f16" <<<"$text" &&
        grep -qE "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" <<<"$text" &&

@@ -25,6 +25,7 @@
 #include <limits>
 #include <vector>
 
+#include "attention/attention_bf16.h"
 #include "attention/attention_int16.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_rows-inl.h"
@@ -397,11 +398,11 @@ class UnitRows {
   KvRowRefs base_[kChunk];  // The current chunk's rows of the first KV head.
 };
 
-// int16: int8 K and V through these int16 steps (attention_int16.h; the caller checks
-// Int8Int16Applies(kv)), whose accumulators are in Int8Int16Element order; nullptr: the float
-// steps.
+// steps: K and V through these steps instead of the float ones (attention_steps.h: int16 for int8
+// KV, bf16 for fp8; the caller checks that they apply), whose accumulators are in their `element`
+// order; nullptr: the float steps.
 void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
-                 const Int8Int16Steps* int16, float* state) {
+                 const LowPrecisionSteps* steps, float* state) {
   const DF df;
   const size_t lanes = hn::Lanes(df);
   const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
@@ -428,11 +429,11 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   if (v_tile) sc.vtile.assign(size_t(kChunk) * dv_pad, 0.0f);
   if (k_int4) sc.kparams.resize(Int4ParamsFloats(dk));
   if (v_int4) sc.vparams.resize(Int4ParamsFloats(dv));
-  if (int16 != nullptr) {  // q quantized per head for the int16 score step.
+  if (steps != nullptr) {  // q in the steps' encoding, per head.
     sc.q16.resize(q_heads * dk);
     sc.q_scale.resize(q_heads);
     for (size_t g = 0; g < q_heads; ++g) {
-      int16->quantize_query(item.q + g * dk, dk, sc.q16.data() + g * dk, &sc.q_scale[g]);
+      steps->quantize_query(item.q + g * dk, dk, sc.q16.data() + g * dk, &sc.q_scale[g]);
     }
   } else {
     // q in the float score step's layout: per KV head and head tile of up to kMaxHeads of its
@@ -537,15 +538,15 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       // The first head tile prefetches, all while computing scores (spreading half of it over
       // the V step was slower paged: 7.4 -> 9.4 ms f16, 6.6 -> 7.7 ms int8, 1 thread).
       const PrefetchList pf_scores = h0 == 0 ? pf : PrefetchList{};
-      if (int16 != nullptr) {
-        int16->scores(rows, n, starts, sc.q16.data() + qh * dk, sc.q_scale.data() + qh, heads, dk,
+      if (steps != nullptr) {
+        steps->scores(rows, n, starts, sc.q16.data() + qh * dk, sc.q_scale.data() + qh, heads, dk,
                       scores, pf_scores);
       } else {
         scores_fn[heads - 1](rows, n, sc.q.data() + qh * dk_pad, dk_pad, scores, pf_scores);
       }
       SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
-      if (int16 != nullptr) {
-        int16->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad,
+      if (steps != nullptr) {
+        steps->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad,
                           dv_pad);
       } else {
         acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + qh * dv_pad, dv_pad);
@@ -556,8 +557,8 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
     const size_t j = qh / size_t(group), g = qh % size_t(group);
     float* acc = state + j * state_stride + 2 * size_t(group) + g * dv;
     const float* src = sc.acc.data() + qh * dv_pad;
-    if (int16 != nullptr) {
-      for (size_t i = 0; i < dv; ++i) acc[Int8Int16Element(i)] = src[i];
+    if (steps != nullptr) {
+      for (size_t i = 0; i < dv; ++i) acc[steps->element(i)] = src[i];
     } else if (v_int4) {
       for (size_t i = 0; i < dv; ++i) acc[Int4RowElement(i, lanes)] = src[i];
     } else {
@@ -574,18 +575,37 @@ void PartialT(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 // The int16 steps this target's kernel takes for int8 KV: AVX-512 VNNI's on the AVX3 target where
 // the CPU has it, else AVX2's (any CPU that runs these targets runs them); nullptr if none.
-const Int8Int16Steps* Int16StepsOfTarget() {
+const LowPrecisionSteps* Int16StepsOfTarget() {
 #if HWY_TARGET == HWY_AVX3
-  if (const Int8Int16Steps* vnni = Int8StepsAvx512Vnni()) return vnni;
+  if (const LowPrecisionSteps* vnni = Int8StepsAvx512Vnni()) return vnni;
 #endif
   return Int8StepsAvx2();
 }
 
-// The int16 steps where they apply, else the float steps.
-void PartialInt16(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
-                  float* state) {
-  static const Int8Int16Steps* const steps = Int16StepsOfTarget();
-  PartialImpl(kv, item, prefetch, Int8Int16Applies(kv) ? steps : nullptr, state);
+// The bf16 steps this target's kernel takes for fp8 KV of `dtype`: AVX-512 BF16's on the AVX3
+// target where the CPU has it; nullptr if none.
+const LowPrecisionSteps* Bf16StepsOfTarget(KvDtype dtype) {
+#if HWY_TARGET == HWY_AVX3
+  return Fp8StepsAvx512Bf16(dtype);
+#else
+  (void)dtype;
+  return nullptr;
+#endif
+}
+
+// The int16 steps for int8 KV and the bf16 steps for fp8 where they apply, else the float steps.
+void PartialLowPrecision(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
+                         float* state) {
+  static const LowPrecisionSteps* const int16 = Int16StepsOfTarget();
+  static const LowPrecisionSteps* const e4m3 = Bf16StepsOfTarget(KvDtype::kFp8E4M3);
+  static const LowPrecisionSteps* const e5m2 = Bf16StepsOfTarget(KvDtype::kFp8E5M2);
+  const LowPrecisionSteps* steps = nullptr;
+  if (Int8Int16Applies(kv)) {
+    steps = int16;
+  } else if (Fp8Bf16Applies(kv)) {
+    steps = kv.k_dtype == KvDtype::kFp8E4M3 ? e4m3 : e5m2;
+  }
+  PartialImpl(kv, item, prefetch, steps, state);
 }
 #endif
 
@@ -596,13 +616,23 @@ AttentionKernels GetAttentionKernels() {
 }
 
 // This target's kernel with the int16 steps for int8 KV ("AVX3_VNNI", "AVX3_I16", "AVX2_I16"),
-// where the target and CPU have them; else partial == nullptr.
+// and the bf16 steps for fp8 where the CPU has them too ("AVX3_VNNI_BF16"), where the target and
+// CPU have them; else partial == nullptr.
 AttentionKernels GetInt16AttentionKernels() {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-  if (const Int8Int16Steps* steps = Int16StepsOfTarget()) {
+  if (const LowPrecisionSteps* steps = Int16StepsOfTarget()) {
     const bool vnni = steps == Int8StepsAvx512Vnni();
-    const char* name = HWY_TARGET == HWY_AVX2 ? "AVX2_I16" : vnni ? "AVX3_VNNI" : "AVX3_I16";
-    return {name, HWY_TARGET, &PartialInt16, KvPrefetchLevel::kL1, /*int8_int16=*/true};
+    const bool bf16 = Bf16StepsOfTarget(KvDtype::kFp8E4M3) != nullptr;
+    const char* name = HWY_TARGET == HWY_AVX2 ? "AVX2_I16"
+                       : vnni                 ? (bf16 ? "AVX3_VNNI_BF16" : "AVX3_VNNI")
+                                              : (bf16 ? "AVX3_I16_BF16" : "AVX3_I16");
+    return {name,
+            HWY_TARGET,
+            &PartialLowPrecision,
+            KvPrefetchLevel::kL1,
+            /*int8_int16=*/true,
+            0,
+            /*fp8_bf16=*/bf16};
   }
 #endif
   return {};
@@ -632,7 +662,8 @@ const AttentionKernels& DefaultAttentionKernels() {
 }
 
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv) {
-  return kernels.int8_int16 && Int8Int16Applies(kv) ? "int16" : "f32";
+  if (kernels.int8_int16 && Int8Int16Applies(kv)) return "int16";
+  return kernels.fp8_bf16 && Fp8Bf16Applies(kv) ? "bf16" : "f32";
 }
 
 std::vector<AttentionKernels> AvailableAttentionKernels() {

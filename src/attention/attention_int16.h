@@ -1,6 +1,5 @@
-// Internal: int8 K and V through int16 dot products, the steps that attention_hwy.cc's item
-// kernel runs in place of its float steps 1 and 3 where they apply (Int8Int16Applies) and the
-// CPU has an implementation; the online softmax (step 2) stays in float. Three implementations of
+// Internal: int8 K and V through int16 dot products (LowPrecisionSteps, attention_steps.h), where
+// they apply (Int8Int16Applies) and the CPU has an implementation. Three implementations of
 // one specification, each giving the same bits:
 //   * AVX-512 VNNI (attention_vnni.cc): vpdpwssd, 32 int16 products summed pairwise into 16 int32
 //     lanes per instruction;
@@ -25,7 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "attention/attention_kernel.h"
+#include "attention/attention_steps.h"
 
 namespace kvengine {
 
@@ -41,46 +40,11 @@ inline size_t Int8Int16Element(size_t i) {
   return base + 8 * (q / 4) + (r >= 16 ? 4 : 0) + q % 4;
 }
 
-// One implementation of the steps.
-struct Int8Int16Steps {
-  const char* name = "";  // "vnni", "avx2", "scalar"
-  // q16[0, d) and *scale for one query head, d a multiple of 32; all-zero q gives zeros, scale 0.
-  void (*quantize_query)(const float* q, size_t d, int16_t* q16, float* scale) = nullptr;
-  // scores[h][t] = score_t of head h for h < heads <= 4, t < n <= kAttentionChunk (rows padded to
-  // a multiple of kAttentionPosTile by repeating row n - 1; scores past n are unspecified);
-  // run_starts: the rows' runs (ItemRowWalker::Next: rows of one run have adjacent scales); q16:
-  // [heads][d]; scores: [heads][kAttentionChunk]. Prefetches pf's rows along the way (speed only).
-  void (*scores)(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
-                 const float* q_scale, int heads, size_t d, float* scores,
-                 const KvPrefetch& pf) = nullptr;
-  // acc[h] = fma(V sums, S_h, acc[h] * alpha[h]) for h < heads <= 4 over rows t < n (above); p:
-  // [heads][kAttentionChunk] (only t < n read); acc: [heads][acc_stride], Int8Int16Element order.
-  void (*accumulate)(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
-                     const float* alpha, int heads, size_t d, float* acc,
-                     size_t acc_stride) = nullptr;
-};
-
-// f.template operator()<H>() with H = heads for 1 <= heads <= 4 (4 for more): the
-// implementations' step templates take the head count as a constant.
-template <class F>
-void ForHeads(int heads, const F& f) {
-  switch (heads) {
-    case 1:
-      return f.template operator()<1>();
-    case 2:
-      return f.template operator()<2>();
-    case 3:
-      return f.template operator()<3>();
-    default:
-      return f.template operator()<4>();
-  }
-}
-
 // The AVX-512 VNNI steps, or nullptr where the CPU lacks AVX512F/BW/VL, AVX512_VNNI, F16C or FMA.
-const Int8Int16Steps* Int8StepsAvx512Vnni();
+const LowPrecisionSteps* Int8StepsAvx512Vnni();
 // The AVX2 steps, or nullptr where the CPU lacks AVX2, F16C or FMA.
-const Int8Int16Steps* Int8StepsAvx2();
+const LowPrecisionSteps* Int8StepsAvx2();
 // The scalar specification (any CPU).
-const Int8Int16Steps& Int8StepsScalar();
+const LowPrecisionSteps& Int8StepsScalar();
 
 }  // namespace kvengine

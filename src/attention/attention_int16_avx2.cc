@@ -285,9 +285,9 @@ bool CpuRunsAvx2Steps() {
 }  // namespace int16_avx2
 }  // namespace
 
-const Int8Int16Steps* Int8StepsAvx2() {
-  static const Int8Int16Steps steps{"avx2", &int16_avx2::QuantizeQuery, &int16_avx2::Scores,
-                                    &int16_avx2::Accumulate};
+const LowPrecisionSteps* Int8StepsAvx2() {
+  static const LowPrecisionSteps steps{"avx2", &int16_avx2::QuantizeQuery, &int16_avx2::Scores,
+                                       &int16_avx2::Accumulate, &Int8Int16Element};
   static const bool runs = int16_avx2::CpuRunsAvx2Steps();
   return runs ? &steps : nullptr;
 }

@@ -83,9 +83,9 @@ bool Int8Int16Applies(const KvLayerView& kv) {
          kv.head_dim_k <= 512;
 }
 
-const Int8Int16Steps& Int8StepsScalar() {
-  static const Int8Int16Steps steps{"scalar", &int16_ref::QuantizeQuery, &int16_ref::Scores,
-                                    &int16_ref::Accumulate};
+const LowPrecisionSteps& Int8StepsScalar() {
+  static const LowPrecisionSteps steps{"scalar", &int16_ref::QuantizeQuery, &int16_ref::Scores,
+                                       &int16_ref::Accumulate, &Int8Int16Element};
   return steps;
 }
 

@@ -20,56 +20,23 @@
 namespace kvengine {
 namespace {
 
+using attention_test::ChunkRows;
 using attention_test::KvShape;
 using attention_test::MakeKv;
 using attention_test::OwnedKv;
+using attention_test::RowsOf;
 
 constexpr int kChunk = kAttentionChunk;
 
 // The implementations this CPU runs other than the specification.
-std::vector<const Int8Int16Steps*> SimdSteps() {
-  std::vector<const Int8Int16Steps*> all;
-  if (const Int8Int16Steps* s = Int8StepsAvx2()) all.push_back(s);
-  if (const Int8Int16Steps* s = Int8StepsAvx512Vnni()) all.push_back(s);
+std::vector<const LowPrecisionSteps*> SimdSteps() {
+  std::vector<const LowPrecisionSteps*> all;
+  if (const LowPrecisionSteps* s = Int8StepsAvx2()) all.push_back(s);
+  if (const LowPrecisionSteps* s = Int8StepsAvx512Vnni()) all.push_back(s);
   return all;
 }
 
 bool SameBits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
-
-// Chunk rows as the kernel hands them over: n rows (padded to whole score micro-tiles by
-// repeating the last) with their run starts. shuffled: each row from a random position, so no
-// two rows share a run (the scales' one-vector loads are not taken).
-struct ChunkRows {
-  std::vector<KvRowRefs> rows;
-  uint64_t run_starts = 0;
-};
-
-ChunkRows RowsOf(const OwnedKv& kv, int kv_head, int64_t begin, int n, bool shuffled,
-                 std::mt19937* rng) {
-  ChunkRows c;
-  c.rows.resize(size_t(kChunk + kAttentionPosTile - 1));
-  AttentionItem item;
-  item.block_table = kv.table;
-  item.kv_head = kv_head;
-  if (!shuffled) {
-    item.begin[0] = begin;
-    item.end[0] = begin + n;
-    ItemRowWalker walk(kv.view, item);
-    walk.Next(n, c.rows.data(), &c.run_starts);
-  } else {
-    const int64_t tokens = int64_t(kv.table.size()) * kv.view.block_size;
-    std::uniform_int_distribution<int64_t> pos(0, tokens - 1);
-    for (int t = 0; t < n; ++t) {
-      item.begin[0] = pos(*rng);
-      item.end[0] = item.begin[0] + 1;
-      ItemRowWalker walk(kv.view, item);
-      walk.Next(1, &c.rows[size_t(t)]);
-    }
-    c.run_starts = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
-  }
-  for (int t = n; t % kAttentionPosTile != 0; ++t) c.rows[size_t(t)] = c.rows[size_t(n - 1)];
-  return c;
-}
 
 TEST(AttentionInt16Test, ElementOrderIsAPermutation) {
   for (size_t d : {32, 64, 128}) {
@@ -89,14 +56,14 @@ TEST(AttentionInt16Test, ElementOrderIsAPermutation) {
 
 TEST(AttentionInt16Test, ListsImplementations) {
   std::cout << "int16 steps: " << Int8StepsScalar().name;
-  for (const Int8Int16Steps* s : SimdSteps()) std::cout << " " << s->name;
+  for (const LowPrecisionSteps* s : SimdSteps()) std::cout << " " << s->name;
   std::cout << "\n";
 }
 
 TEST(AttentionInt16Test, QuantizeQueryMatchesSpecification) {
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (const Int8Int16Steps* steps : SimdSteps()) {
+  for (const LowPrecisionSteps* steps : SimdSteps()) {
     SCOPED_TRACE(steps->name);
     for (size_t d : {32, 64, 128, 512}) {
       for (float magnitude : {1e-3f, 1.0f, 300.0f}) {
@@ -122,7 +89,7 @@ TEST(AttentionInt16Test, QuantizeQueryMatchesSpecification) {
 
 // One chunk through both steps of `steps` and of the specification: scores for t < n and the
 // accumulators, bit for bit.
-void CheckChunk(const Int8Int16Steps& steps, const OwnedKv& kv, int heads, const ChunkRows& c,
+void CheckChunk(const LowPrecisionSteps& steps, const OwnedKv& kv, int heads, const ChunkRows& c,
                 int n, std::mt19937* rng) {
   const size_t dk = size_t(kv.view.head_dim_k), dv = size_t(kv.view.head_dim_v);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -176,7 +143,7 @@ void CheckChunk(const Int8Int16Steps& steps, const OwnedKv& kv, int heads, const
 }
 
 TEST(AttentionInt16Test, StepsMatchSpecification) {
-  const std::vector<const Int8Int16Steps*> simd = SimdSteps();
+  const std::vector<const LowPrecisionSteps*> simd = SimdSteps();
   if (simd.empty()) GTEST_SKIP() << "no SIMD int16 steps on this CPU";
   std::mt19937 rng(3);
   for (int d : {32, 64, 128, 512}) {
@@ -187,7 +154,7 @@ TEST(AttentionInt16Test, StepsMatchSpecification) {
     s.block_size = 16;
     const OwnedKv kv = MakeKv(s, 300, uint32_t(d));
     ASSERT_TRUE(Int8Int16Applies(kv.view));
-    for (const Int8Int16Steps* steps : simd) {
+    for (const LowPrecisionSteps* steps : simd) {
       for (int heads = 1; heads <= 4; ++heads) {
         for (int n : {1, 2, 7, 8, 9, 33, 64}) {
           for (bool shuffled : {false, true}) {

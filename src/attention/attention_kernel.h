@@ -246,7 +246,8 @@ inline size_t PartialStateFloats(int group, int head_dim_v) {
 // One compiled version of the item kernel.
 struct AttentionKernels {
   // Highway's name ("AVX3", "AVX2", ...); "AVX3_VNNI", "AVX3_I16", "AVX2_I16" (that target with
-  // the int16 steps of attention_int16.h for int8 KV: VNNI's or AVX2's); or "ref".
+  // the int16 steps of attention_int16.h for int8 KV: VNNI's or AVX2's), with "_BF16" where fp8
+  // KV takes the bf16 steps of attention_bf16.h too; or "ref".
   const char* target_name = "";
   int64_t hwy_target = 0;  // Highway target bit, 0 for the scalar reference.
   // Writes the item's partial states (item.kv_heads x PartialStateFloats(item.group,
@@ -261,10 +262,14 @@ struct AttentionKernels {
   // KV heads per work item PagedAttentionBatchWith plans (at most the layer's); 0: its own choice
   // (paged_attention.cc, HeadsPerItem). Changes the speed only, never the bits.
   int kv_heads_per_item = 0;
+  // Whether fp8 KV goes through the bf16 steps of attention_bf16.h where they apply (the "_BF16"
+  // kernels: q and the softmax weights rounded to bf16).
+  bool fp8_bf16 = false;
 };
 
-// The arithmetic `kernels` uses on `kv`: "int16" (int8 K and V through int16 dot products) or
-// "f32" (rows decoded to f32, f32 multiply-adds). For benchmark reports.
+// The arithmetic `kernels` uses on `kv`: "int16" (int8 K and V through int16 dot products), "bf16"
+// (fp8 K and V through bf16 dot products) or "f32" (rows decoded to f32, f32 multiply-adds). For
+// benchmark reports.
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv);
 
 // The best target this CPU runs, chosen once (Highway dynamic dispatch), with

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "attention/attention_bf16.h"
 #include "attention/attention_int16.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_test_util.h"
@@ -41,9 +42,20 @@ constexpr float kSimdVsReferenceTolerance = 2e-5f;
 // steps give the same bits on every CPU (attention_int16_test.cc). Measured worst case over these
 // tests: 1.74e-4 (group 12, d = 128, chunks of 64; 8.4e-5 before that configuration was added).
 constexpr float kInt16Int8VsReferenceTolerance = 3e-4f;
+// The kernels with bf16 steps (the "_BF16" ones) on fp8 KV (attention_bf16.h) round the folded V
+// weights p_t * v_scale_t to bf16 (relative error <= 2^-9: at most 2^-9 = 1.95e-3 of max|v|,
+// reached where one position dominates) and q (moving a score by up to 2^-9 * scale * sum|q k|:
+// about 1e-3 in these tests' logits, 1e-2 on their outlier K rows, x 8, and a relative error of
+// that size in the weights). Measured worst case over these tests: 1.09e-2, which the test
+// Bf16StepsCostLittleNextToFp8Itself puts beside fp8's own error (0.12 e4m3, 0.26 e5m2).
+constexpr float kBf16Fp8VsReferenceTolerance = 2e-2f;
 
 bool IsInt16Int8(const AttentionKernels& k, KvDtype dtype) {
   return dtype == KvDtype::kInt8 && k.int8_int16;
+}
+
+bool IsBf16Fp8(const AttentionKernels& k, const KvLayerView& kv) {
+  return k.fp8_bf16 && Fp8Bf16Applies(kv);
 }
 
 struct Config {
@@ -101,6 +113,8 @@ std::vector<float> RunBatch(const AttentionKernels& kernels, const OwnedKv& kv, 
 
 // Worst |simd - ref| / max|v| of the int16 int8 steps, over all tests (printed by the tests).
 float int16_worst = 0;
+// The same for the bf16 steps of fp8 KV.
+float bf16_worst = 0;
 
 void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, float* worst) {
   SCOPED_TRACE(Describe(c));
@@ -126,8 +140,11 @@ void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, 
   for (const AttentionKernels& k : targets) {
     const std::vector<float> got = RunBatch(k, kv, c, q, nullptr);
     const bool int16 = IsInt16Int8(k, c.dtype) && c.v_dtype.value_or(c.dtype) == c.dtype;
-    const float target_tol = int16 ? kInt16Int8VsReferenceTolerance * MaxAbs(kv.v) : tol;
-    float* worst_of_kind = int16 ? &int16_worst : worst;
+    const bool bf16 = IsBf16Fp8(k, kv.view);
+    const float target_tol = int16  ? kInt16Int8VsReferenceTolerance * MaxAbs(kv.v)
+                             : bf16 ? kBf16Fp8VsReferenceTolerance * MaxAbs(kv.v)
+                                    : tol;
+    float* worst_of_kind = int16 ? &int16_worst : bf16 ? &bf16_worst : worst;
     for (size_t j = 0; j < got.size(); ++j) {
       const float err = std::fabs(got[j] - want[j]);
       *worst_of_kind = std::max(*worst_of_kind, err / MaxAbs(kv.v));
@@ -143,8 +160,9 @@ TEST(AttentionKernelTest, ListsTargets) {
   std::cout << " (default " << DefaultAttentionKernels().target_name << ")\n";
 }
 
-// Which arithmetic each kernel reports: int16 only for int8 K and V on the int16 kernels, where
-// the head dims allow it; the default kernel has the int16 steps wherever this CPU runs AVX2.
+// Which arithmetic each kernel reports: int16 only for int8 K and V on the int16 kernels, bf16
+// only for fp8 on the _BF16 ones, where the head dims allow it; the default kernel has the int16
+// steps wherever this CPU runs AVX2, and the bf16 steps wherever it runs them.
 TEST(AttentionKernelTest, ReportsItsArithmetic) {
   KvShape s;
   s.k_dtype = s.v_dtype = KvDtype::kInt8;
@@ -154,16 +172,23 @@ TEST(AttentionKernelTest, ReportsItsArithmetic) {
   s.k_dtype = s.v_dtype = KvDtype::kF16;
   s.head_dim_k = s.head_dim_v = 64;
   const KvLayerView f16_64 = attention_test::LayoutOf(s);
+  s.k_dtype = s.v_dtype = KvDtype::kFp8E4M3;
+  const KvLayerView fp8_64 = attention_test::LayoutOf(s);
+  s.head_dim_k = s.head_dim_v = 40;
+  const KvLayerView fp8_40 = attention_test::LayoutOf(s);
   for (const AttentionKernels& k : AvailableAttentionKernels()) {
     SCOPED_TRACE(k.target_name);
     EXPECT_STREQ(AttentionArithmetic(k, int8_64), k.int8_int16 ? "int16" : "f32");
     EXPECT_STREQ(AttentionArithmetic(k, int8_40), "f32");
     EXPECT_STREQ(AttentionArithmetic(k, f16_64), "f32");
+    EXPECT_STREQ(AttentionArithmetic(k, fp8_64), k.fp8_bf16 ? "bf16" : "f32");
+    EXPECT_STREQ(AttentionArithmetic(k, fp8_40), "f32");
   }
   EXPECT_STREQ(AttentionArithmetic(ReferenceAttentionKernels(), int8_64), "f32");
   if (Int8StepsAvx2() != nullptr) {
     EXPECT_TRUE(DefaultAttentionKernels().int8_int16);
   }
+  EXPECT_EQ(DefaultAttentionKernels().fp8_bf16, Fp8StepsAvx512Bf16(KvDtype::kFp8E4M3) != nullptr);
 }
 
 TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
@@ -180,7 +205,7 @@ TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
     CheckConfig(targets, {d, 16, 1, 64, 32, 66}, &worst);
   }
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
-            << ")\n";
+            << ", fp8 bf16 steps: " << bf16_worst << ")\n";
 }
 
 // K and V in different dtypes: each of the fused int4 decoder's element orders (q permuted for
@@ -210,7 +235,46 @@ TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
     CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 50, 2}, &worst);
   }
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
-            << ")\n";
+            << ", fp8 bf16 steps: " << bf16_worst << ")\n";
+}
+
+// What the bf16 steps cost next to fp8 itself: against attention over the unquantized KV (f32
+// rows of the same values; FillKv draws them whatever the dtype), the f32 reference on fp8 KV
+// errs by the codec's rounding (2^-4 or 2^-3 per element) and the bf16 steps add their own (2^-9
+// per q element and weight). Each fp8 format's shapes: the test data's outlier K rows (x8) give
+// large logits, where rounding q matters most.
+TEST(AttentionKernelTest, Bf16StepsCostLittleNextToFp8Itself) {
+  std::vector<AttentionKernels> bf16;
+  for (const AttentionKernels& k : AvailableAttentionKernels()) {
+    if (k.fp8_bf16) bf16.push_back(k);
+  }
+  if (bf16.empty()) GTEST_SKIP() << "no kernel with bf16 steps on this CPU";
+  for (KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+    float codec_err = 0, steps_err = 0;
+    for (const Config& c : {Config{dtype, 8, 2, 128, 16, 97}, Config{dtype, 32, 4, 64, 16, 131},
+                            Config{dtype, 12, 1, 128, 16, 300}}) {
+      SCOPED_TRACE(Describe(c));
+      const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 11);
+      Config exact = c;
+      exact.dtype = KvDtype::kF32;
+      const OwnedKv truth = MakeKv(ShapeOf(exact), c.tokens, 11);
+      std::mt19937 rng(5);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
+      for (float& x : q) x = nd(rng);
+      const std::vector<float> want =
+          RunBatch(ReferenceAttentionKernels(), truth, exact, q, nullptr);
+      const std::vector<float> ref = RunBatch(ReferenceAttentionKernels(), kv, c, q, nullptr);
+      const std::vector<float> got = RunBatch(bf16[0], kv, c, q, nullptr);
+      for (size_t j = 0; j < want.size(); ++j) {
+        codec_err = std::max(codec_err, std::fabs(ref[j] - want[j]) / MaxAbs(truth.v));
+        steps_err = std::max(steps_err, std::fabs(got[j] - ref[j]) / MaxAbs(truth.v));
+      }
+    }
+    std::cout << KvDtypeName(dtype) << ": worst |error| / max|v| of f32 steps on fp8 KV "
+              << codec_err << ", bf16 steps' own " << steps_err << "\n";
+    EXPECT_LE(steps_err, 0.25f * codec_err) << KvDtypeName(dtype);
+  }
 }
 
 TEST(AttentionKernelTest, LongContextsCrossPartitions) {
@@ -223,7 +287,7 @@ TEST(AttentionKernelTest, LongContextsCrossPartitions) {
   CheckConfig(best, {KvDtype::kFp8E4M3, 4, 1, 64, 32, 5000, 3000, 4}, &worst);
   CheckConfig(best, {KvDtype::kF32, 2, 1, 64, 32768, 4500, 2100, 0}, &worst);
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
-            << ")\n";
+            << ", fp8 bf16 steps: " << bf16_worst << ")\n";
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "attention/attention_kernel.h"
 #include "attention/paged_attention.h"
 #include "quant/codec.h"
 #include "quant/codec_ref.h"
@@ -116,6 +117,41 @@ inline OwnedKv MakeKv(const KvShape& s, int64_t tokens, uint32_t seed) {
   kv.pool.assign(size_t(BlocksFor(s, tokens)) * LayoutOf(s).bytes_per_block, 0xEE);
   kv.view = FillKv(s, tokens, seed, kv.pool.data(), &kv.table, &kv.k, &kv.v);
   return kv;
+}
+
+// Chunk rows as the kernel hands them over to its steps (attention_steps.h): n rows (padded to
+// whole score micro-tiles by repeating the last) with their run starts. shuffled: each row from a
+// random position, so no two rows share a run (the scales' one-vector loads are not taken).
+struct ChunkRows {
+  std::vector<KvRowRefs> rows;
+  uint64_t run_starts = 0;
+};
+
+ChunkRows RowsOf(const OwnedKv& kv, int kv_head, int64_t begin, int n, bool shuffled,
+                 std::mt19937* rng) {
+  ChunkRows c;
+  c.rows.resize(size_t(kAttentionChunk + kAttentionPosTile - 1));
+  AttentionItem item;
+  item.block_table = kv.table;
+  item.kv_head = kv_head;
+  if (!shuffled) {
+    item.begin[0] = begin;
+    item.end[0] = begin + n;
+    ItemRowWalker walk(kv.view, item);
+    walk.Next(n, c.rows.data(), &c.run_starts);
+  } else {
+    const int64_t tokens = int64_t(kv.table.size()) * kv.view.block_size;
+    std::uniform_int_distribution<int64_t> pos(0, tokens - 1);
+    for (int t = 0; t < n; ++t) {
+      item.begin[0] = pos(*rng);
+      item.end[0] = item.begin[0] + 1;
+      ItemRowWalker walk(kv.view, item);
+      walk.Next(1, &c.rows[size_t(t)]);
+    }
+    c.run_starts = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+  }
+  for (int t = n; t % kAttentionPosTile != 0; ++t) c.rows[size_t(t)] = c.rows[size_t(n - 1)];
+  return c;
 }
 
 }  // namespace kvengine::attention_test

@@ -265,9 +265,9 @@ bool CpuRunsVnniSteps() {
 }  // namespace int16_vnni
 }  // namespace
 
-const Int8Int16Steps* Int8StepsAvx512Vnni() {
-  static const Int8Int16Steps steps{"vnni", &int16_vnni::QuantizeQuery, &int16_vnni::Scores,
-                                    &int16_vnni::Accumulate};
+const LowPrecisionSteps* Int8StepsAvx512Vnni() {
+  static const LowPrecisionSteps steps{"vnni", &int16_vnni::QuantizeQuery, &int16_vnni::Scores,
+                                       &int16_vnni::Accumulate, &Int8Int16Element};
   static const bool runs = int16_vnni::CpuRunsVnniSteps();
   return runs ? &steps : nullptr;
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "attention/attention_bf16.h"
 #include "attention/attention_kernel.h"
 #include "attention/kv_layer_view.h"
 #include "kv/kv_cache_manager.h"
@@ -21,6 +22,9 @@ constexpr float kAttentionTolerance = 2e-5f;
 // folded softmax weights to int16 (attention_int16.h): attention_kernel_test.cc's budget of
 // 2e-4 * max|v|, with |v| < 5 here (normal(0, 1) values of 37 x 2 x 64 rows).
 constexpr float kInt16Int8AttentionTolerance = 1e-3f;
+// fp8 KV through the bf16 steps (the default on CPUs with AVX512_BF16) rounds q and the folded
+// weights to bf16 (attention_bf16.h): attention_kernel_test.cc's budget of 2e-2 * max|v|.
+constexpr float kBf16Fp8AttentionTolerance = 0.1f;
 
 struct Case {
   KvDtype dtype;
@@ -75,9 +79,12 @@ void RunCase(const Case& c, bool release_window) {
   std::vector<float> scratch(size_t(n_heads) * size_t(T));
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   const bool int16_int8 = c.dtype == KvDtype::kInt8 && DefaultAttentionKernels().int8_int16;
-  const float tol = int16_int8 ? kInt16Int8AttentionTolerance : kAttentionTolerance * 8;
   for (int l = 0; l < layers; ++l) {
     const KvLayerView view = LayerViewOf(*m, l);
+    const bool bf16_fp8 = DefaultAttentionKernels().fp8_bf16 && Fp8Bf16Applies(view);
+    const float tol = int16_int8 ? kInt16Int8AttentionTolerance
+                      : bf16_fp8 ? kBf16Fp8AttentionTolerance
+                                 : kAttentionTolerance * 8;
     for (int64_t pos = release_window ? T - 1 : 0; pos < T; ++pos) {
       for (auto& x : q) x = nd(rng);
       PagedAttention(view, m->BlockTable(1, 0), q.data(), n_heads, pos, scale, out.data(),

@@ -26,6 +26,8 @@ inline bool CpuidBit(unsigned leaf, unsigned subleaf, int reg, int bit) {
 
 inline bool CpuHasF16cBit() { return CpuidBit(1, 0, 2, 29); }        // CPUID.1:ECX.F16C
 inline bool CpuHasAvx512VnniBit() { return CpuidBit(7, 0, 2, 11); }  // CPUID.7.0:ECX.AVX512_VNNI
+inline bool CpuHasAvx512VbmiBit() { return CpuidBit(7, 0, 2, 1); }   // CPUID.7.0:ECX.AVX512_VBMI
+inline bool CpuHasAvx512Bf16Bit() { return CpuidBit(7, 1, 0, 5); }   // CPUID.7.1:EAX.AVX512_BF16
 
 // Bytes of one core's L1 data cache as the C library reports it (glibc reads CPUID), 0 if
 // unknown.

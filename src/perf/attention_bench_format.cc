@@ -4,8 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "perf/attention_bench.h"
 
@@ -85,7 +88,8 @@ void AppendFmaCeiling(const AttentionBenchResult& r, std::string* s) {
   for (const AttentionBenchRow& row : r.rows) first.try_emplace({row.kv_dtype, row.threads}, &row);
   *s += fmt::format(
       "\ncompute ceiling: KV GB/s if each KV element's {} multiply-adds (one per query head of "
-      "its KV head) ran at the f32 peak\n(int8 on VNNI does two per lane and may exceed it):\n",
+      "its KV head) ran at the f32 peak\n(int8 on VNNI and fp8 on AVX512_BF16 do two per lane and "
+      "may exceed it):\n",
       r.options.n_heads / r.options.num_kv_heads);
   *s += fmt::format("{:<9}", "kv_dtype");
   for (int t : r.options.threads) *s += fmt::format(" {:>21}", ThreadsWord(t));
@@ -179,22 +183,34 @@ void AppendOverF16(const AttentionBenchResult& r, const AttentionBenchSetting& s
   }
 }
 
-// "kernel AVX2_I16: int16 dot products for int8; f32 multiply-adds for f16, bf16", from the
-// rows (each dtype's first).
+// "kernel AVX3_VNNI_BF16: int16 dot products for int8; bf16 dot products for fp8_e4m3; f32
+// multiply-adds for f16, bf16", from the rows (each dtype's first).
 std::string KernelLine(const AttentionBenchResult& r) {
-  std::string kernel, int16, f32;
+  std::string kernel;
+  // Each arithmetic (AttentionArithmetic) with its dtypes, in the order of the line.
+  std::vector<std::pair<std::string, std::string>> lists = {
+      {"int16", ""}, {"bf16", ""}, {"f32", ""}};
   for (KvDtype dtype : r.options.kv_dtypes) {
     for (const AttentionBenchRow& row : r.rows) {
       if (row.kv_dtype != dtype) continue;
       kernel = row.kernel;
-      std::string& list = row.arithmetic == "int16" ? int16 : f32;
-      list += (list.empty() ? "" : ", ") + std::string(KvDtypeName(dtype));
+      for (auto& [arithmetic, list] : lists) {
+        if (row.arithmetic != arithmetic) continue;
+        list += (list.empty() ? "" : ", ") + std::string(KvDtypeName(dtype));
+      }
       break;
     }
   }
   std::string line = "kernel " + kernel + ":";
-  if (!int16.empty()) line += " int16 dot products for " + int16 + (f32.empty() ? "" : ";");
-  if (!f32.empty()) line += " f32 multiply-adds for " + f32;
+  const char* sep = "";
+  for (const auto& [arithmetic, list] : lists) {
+    if (list.empty()) continue;
+    line += sep;
+    line +=
+        arithmetic == "f32" ? " f32 multiply-adds for " : " " + arithmetic + " dot products for ";
+    line += list;
+    sep = ";";
+  }
   return line;
 }
 
