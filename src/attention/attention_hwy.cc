@@ -342,6 +342,7 @@ struct Scratch {
   std::vector<float> vtile;    // [kChunk][dv_pad] decoded V (idem)
   std::vector<float> kparams;  // Int4Row's group parameters of a chunk's K rows (int4 only)
   std::vector<float> vparams;  // idem, V
+  std::vector<uint32_t> element;  // The steps' accumulator order (LowPrecisionSteps::element).
 };
 
 size_t RoundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
@@ -553,12 +554,16 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       }
     }
   }
+  if (steps != nullptr) {  // One call per element, not per element and head.
+    sc.element.resize(dv);
+    for (size_t i = 0; i < dv; ++i) sc.element[i] = uint32_t(steps->element(i));
+  }
   for (size_t qh = 0; qh < q_heads; ++qh) {
     const size_t j = qh / size_t(group), g = qh % size_t(group);
     float* acc = state + j * state_stride + 2 * size_t(group) + g * dv;
     const float* src = sc.acc.data() + qh * dv_pad;
     if (steps != nullptr) {
-      for (size_t i = 0; i < dv; ++i) acc[steps->element(i)] = src[i];
+      for (size_t i = 0; i < dv; ++i) acc[sc.element[i]] = src[i];
     } else if (v_int4) {
       for (size_t i = 0; i < dv; ++i) acc[Int4RowElement(i, lanes)] = src[i];
     } else {

@@ -189,7 +189,7 @@ KV_AVX2_TARGET void ScoresT(const KvRowRefs* rows, int n, uint64_t run_starts, c
 // accumulators per head.
 template <int kHeads>
 KV_AVX2_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int8_t* const* b_rows,
-                                          int pairs, const int32_t (*wpair)[kChunk / 2],
+                                          int pairs, const int16_t (*w16)[kChunk],
                                           const float* s, const float* alpha, size_t j, float* acc,
                                           size_t acc_stride) {
   __m256i ia[kHeads][2];
@@ -202,7 +202,7 @@ KV_AVX2_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int
     const __m256i lo = _mm256_unpacklo_epi16(va, vb);  // (a, b) pairs of elements {0-3, 8-11}.
     const __m256i hi = _mm256_unpackhi_epi16(va, vb);  // ... of elements {4-7, 12-15}.
     for (int h = 0; h < kHeads; ++h) {
-      const __m256i w = _mm256_set1_epi32(wpair[h][t]);
+      const __m256i w = _mm256_set1_epi32(WeightPair(w16[h], t));
       MaddAcc(ia[h][0], lo, w);
       MaddAcc(ia[h][1], hi, w);
     }
@@ -226,9 +226,8 @@ KV_AVX2_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
                                 const float* alpha, size_t d, float* acc, size_t acc_stride) {
   alignas(32) float vs[kChunk];  // V row scales, t < n.
   LoadRowScales<&KvRowRefs::v_scale>(rows, n, run_starts, vs);
-  // Weights W_t as int16, pairs (W_2i, W_2i+1) read as one int32 (little endian: W_2i low).
+  // Weights W_t as int16; AccumulatePass reads pairs (W_2i, W_2i+1) as one int32 (WeightPair).
   alignas(32) int16_t w16[kHeads][kChunk];
-  int32_t wpair[kHeads][kChunk / 2];
   float s[kHeads];
   constexpr int kVecs = kChunk / 8;
   for (int h = 0; h < kHeads; ++h) {
@@ -248,7 +247,6 @@ KV_AVX2_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
     for (int k = 0; k < kVecs; k += 2) {
       StoreRoundedInt16(_mm256_mul_ps(w[k], inv), _mm256_mul_ps(w[k + 1], inv), w16[h] + 8 * k);
     }
-    std::memcpy(wpair[h], w16[h], sizeof(wpair[h]));
   }
   // Row pairs (2i, 2i+1); an odd n pairs its last row with itself (weight 0).
   const int pairs = (n + 1) / 2;
@@ -259,7 +257,7 @@ KV_AVX2_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
     b_rows[t] = reinterpret_cast<const int8_t*>(rows[std::min(2 * t + 1, n - 1)].v_data);
   }
   for (size_t j = 0; j < d; j += 16) {
-    AccumulatePass<kHeads>(a_rows, b_rows, pairs, wpair, s, alpha, j, acc, acc_stride);
+    AccumulatePass<kHeads>(a_rows, b_rows, pairs, w16, s, alpha, j, acc, acc_stride);
   }
 }
 

@@ -144,7 +144,7 @@ KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, uint64_t run_starts, c
 // Passes of kSlices32 x 32 elements (1 or 2): 2 * kSlices32 int32 accumulators per head.
 template <int kHeads, int kSlices32>
 KV_VNNI_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int8_t* const* b_rows,
-                                          int pairs, const int32_t (*wpair)[kChunk / 2],
+                                          int pairs, const int16_t (*w16)[kChunk],
                                           const float* s, const float* alpha, size_t j, float* acc,
                                           size_t acc_stride) {
   __m512i ia[kHeads][2 * kSlices32];
@@ -162,7 +162,7 @@ KV_VNNI_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int
       hi[k] = _mm512_unpackhi_epi16(va, vb);  // ... of elements 4-7.
     }
     for (int h = 0; h < kHeads; ++h) {
-      const __m512i w = _mm512_set1_epi32(wpair[h][t]);
+      const __m512i w = _mm512_set1_epi32(WeightPair(w16[h], t));
       for (int k = 0; k < kSlices32; ++k) {
         DpWssd(ia[h][2 * k], lo[k], w);
         DpWssd(ia[h][2 * k + 1], hi[k], w);
@@ -184,9 +184,8 @@ KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
                                 const float* alpha, size_t d, float* acc, size_t acc_stride) {
   alignas(64) float vs[kChunk] = {};  // V row scales; 0 past n (so are the weights).
   LoadRowScales<&KvRowRefs::v_scale>(rows, n, run_starts, vs);
-  // Weights W_t as int16, pairs (W_2i, W_2i+1) read as one int32 (little endian: W_2i low).
+  // Weights W_t as int16; AccumulatePass reads pairs (W_2i, W_2i+1) as one int32 (WeightPair).
   alignas(64) int16_t w16[kHeads][kChunk];
-  int32_t wpair[kHeads][kChunk / 2];
   float s[kHeads];
   constexpr int kVecs = kChunk / 16;
   for (int h = 0; h < kHeads; ++h) {
@@ -208,7 +207,6 @@ KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
       _mm256_store_si256(reinterpret_cast<__m256i*>(w16[h] + 16 * k),
                          _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(w[k], inv))));
     }
-    std::memcpy(wpair[h], w16[h], sizeof(wpair[h]));
   }
   // Row pairs (2i, 2i+1); an odd n pairs its last row with itself (weight 0).
   const int pairs = (n + 1) / 2;
@@ -220,9 +218,9 @@ KV_VNNI_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
   }
   size_t j = 0;
   for (; j + 64 <= d; j += 64) {
-    AccumulatePass<kHeads, 2>(a_rows, b_rows, pairs, wpair, s, alpha, j, acc, acc_stride);
+    AccumulatePass<kHeads, 2>(a_rows, b_rows, pairs, w16, s, alpha, j, acc, acc_stride);
   }
-  if (j < d) AccumulatePass<kHeads, 1>(a_rows, b_rows, pairs, wpair, s, alpha, j, acc, acc_stride);
+  if (j < d) AccumulatePass<kHeads, 1>(a_rows, b_rows, pairs, w16, s, alpha, j, acc, acc_stride);
 }
 
 KV_VNNI_TARGET void QuantizeQuery(const float* q, size_t d, int16_t* q16, float* scale) {
