@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "attention/attention_kernel.h"
 #include "bench_flags.h"
 #include "cli_flags.h"
 #include "commands.h"
@@ -26,11 +27,15 @@ struct BenchAttentionFlags {
   std::string footprint = "auto";
   std::string read_bw_size = "auto";
   std::string svg_path;
+  std::string attention_kernel;
   bool json = false;
 };
 
 int RunBenchAttention(BenchAttentionFlags& f) {
   AttentionBenchOptions& o = f.options;
+  if (!f.attention_kernel.empty()) {
+    if (Status s = ForceAttentionKernels(f.attention_kernel); !s.ok()) return Fail(s);
+  }
   Result<std::vector<int64_t>> contexts = ParseTokenCountList(f.contexts, "--contexts", 1);
   if (!contexts.ok()) return Fail(contexts.status());
   o.contexts = *contexts;
@@ -148,6 +153,7 @@ void RegisterBenchAttention(CLI::App* bench, int* exit_code) {
   cmd->add_option("--footprint", f->footprint, AttentionBenchOptions::kFootprintHelp)
       ->capture_default_str();
   cmd->add_option("--read-bw-size", f->read_bw_size, kReadBwSizeHelp)->capture_default_str();
+  cmd->add_option("--attention-kernel", f->attention_kernel, kAttentionKernelHelp);
   cmd->add_flag("--json", f->json, "Print a JSON array of rows on stdout");
   cmd->add_option(
       "--svg", f->svg_path,

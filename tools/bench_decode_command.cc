@@ -8,6 +8,7 @@
 #include "bench_flags.h"
 #include "cli_flags.h"
 #include "commands.h"
+#include "attention/attention_kernel.h"
 #include "kernels/kernel_target.h"
 #include "model/model.h"
 #include "model_files.h"
@@ -27,12 +28,16 @@ struct BenchDecodeFlags {
   std::string read_bw_size = "auto";
   std::string isa;
   std::string svg_path;
+  std::string attention_kernel;
 };
 
 int RunBenchDecode(BenchDecodeFlags& f) {
   DecodeBenchOptions& o = f.options;
   if (!f.isa.empty()) {
     if (Status s = ForceKernelTarget(f.isa); !s.ok()) return Fail(s);
+  }
+  if (!f.attention_kernel.empty()) {
+    if (Status s = ForceAttentionKernels(f.attention_kernel); !s.ok()) return Fail(s);
   }
   Result<std::vector<KvDtype>> dtypes = ParseKvDtypeList(f.kv_dtypes, "--kv-dtypes");
   if (!dtypes.ok()) return Fail(dtypes.status());
@@ -129,6 +134,7 @@ void RegisterBenchDecode(CLI::App* bench, int* exit_code) {
                   "Force a kernel instruction set (AVX3, AVX2, SSE4, SCALAR, ref); default: the "
                   "best this CPU runs (env KVENGINE_ISA too)")
       ->envname("KVENGINE_ISA");
+  cmd->add_option("--attention-kernel", f->attention_kernel, kAttentionKernelHelp);
   AddMmapFlag(cmd, &f->common);
   cmd->add_flag("--json", f->common.json, "Print a JSON array of rows on stdout");
   cmd->add_option("--svg", f->svg_path,

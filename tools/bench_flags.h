@@ -24,6 +24,9 @@ Result<uint64_t> ParseBufferSizeOrAuto(const std::string& text, const std::strin
                                        uint64_t auto_bytes);
 inline constexpr const char* kReadBwSizeHelp =
     "Buffer of the read-bandwidth measurement; auto: 4x the last-level cache, at least 256MiB";
+inline constexpr const char* kAttentionKernelHelp =
+    "Force the attention kernel by name (e.g. AVX3 for f32 steps on every KV dtype, "
+    "AVX3_VNNI_BF16, AVX2_I16, ref); default: the best this CPU runs";
 
 // Whether `path` can be written, checked before a long sweep: opened for appending (an existing
 // file keeps its bytes; one created for the check is removed again).

@@ -115,6 +115,14 @@ case "$what" in
       --footprint 16MiB --read-bw-size 64MiB --item-heads auto,1 --json > "$json" || true
     expect attention_item_heads '[.[] | [.item_heads, .kv_heads_per_item]] == [["auto", 8], ["1", 1]]' "$json"
     check_error attention_bad_item_heads "item-heads" -- "$bin" bench attention --item-heads 9
+    # --attention-kernel: the reference kernel by name (f32 arithmetic for every dtype), and an
+    # unknown name is an error naming the ones there are.
+    json="$scratch/attention_forced.json"
+    "$bin" bench attention --contexts 1k --kv-dtypes int8 -t 1 --layouts paged --min-time 0.01 \
+      --footprint 16MiB --read-bw-size 64MiB --attention-kernel REF --json > "$json" || true
+    expect attention_forced_kernel 'all(.[]; .kernel == "ref" and .arithmetic == "f32")' "$json"
+    check_error attention_bad_kernel "available on this CPU" -- "$bin" bench attention \
+      --attention-kernel AVX9000
     ;;
   decode)
     small=(-m tiny -t 1 --depths 0,64 --batches 1,4 -p 32 --steps 4 --read-bw-size 64MiB)
@@ -166,6 +174,8 @@ case "$what" in
     check_error decode_svg_unwritable "cannot write" -- "$bin" bench decode "${small[@]}" \
       --svg "$scratch/no/such/dir/d.svg"
     check_error decode_bad_dtype "kv-dtypes" -- "$bin" bench decode -m tiny --kv-dtypes int7
+    check_error decode_bad_attention_kernel "unknown attention kernel" -- "$bin" bench decode \
+      -m tiny --attention-kernel AVX9000
     check_error decode_too_deep "context" -- "$bin" bench decode -m tiny --depths 1M
     check_error decode_bad_model "^kvengine: " -- "$bin" bench decode -m "$scratch/none.gguf"
     check_error decode_bad_read_bw "read-bw-size" -- "$bin" bench decode -m tiny --read-bw-size auto1

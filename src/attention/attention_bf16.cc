@@ -213,25 +213,42 @@ KV_BF16_TARGET inline void AccumulatePass(const Decoder& dec, const uint8_t* con
 
 template <bool kE4M3, int kHeads>
 KV_BF16_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
-                                const float* alpha, size_t d, float* acc, size_t acc_stride) {
+                                const float* alpha, size_t d, float* acc, size_t acc_stride,
+                                float* l) {
   const Decoder dec(kE4M3);
   alignas(64) float vs[kChunk] = {};  // V row scales; 0 past n (so are the weights).
   LoadRowScales<&KvRowRefs::v_scale>(rows, n, run_starts, vs);
   // Weights w_t as bf16, pairs (w_2i, w_2i+1) read as one uint32 (little endian: w_2i low).
   alignas(64) uint32_t wpair[kHeads][kChunk / 2];
+  __m512 corr[kHeads];
   for (int h = 0; h < kHeads; ++h) {
+    corr[h] = _mm512_setzero_ps();
     for (int k = 0; k < kChunk / 32; ++k) {
       // p past n is not ours to read (the softmax writes whole vectors only): masked loads.
-      __m512 w[2];
+      __m512 pv[2], sc[2], w[2];
       for (int i = 0; i < 2; ++i) {
         const int valid = std::clamp(n - 32 * k - 16 * i, 0, 16);
-        const __mmask16 mask = __mmask16((1u << valid) - 1);
-        w[i] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, p + h * kChunk + 32 * k + 16 * i),
-                             _mm512_load_ps(vs + 32 * k + 16 * i));
+        pv[i] =
+            _mm512_maskz_loadu_ps(__mmask16((1u << valid) - 1), p + h * kChunk + 32 * k + 16 * i);
+        sc[i] = _mm512_load_ps(vs + 32 * k + 16 * i);
+        w[i] = _mm512_mul_ps(pv[i], sc[i]);
       }
       // Elements of the second operand go to the low half.
-      _mm512_store_si512(wpair[h] + 16 * k, (__m512i)_mm512_cvtne2ps_pbh(w[1], w[0]));
+      const __m512i wb = (__m512i)_mm512_cvtne2ps_pbh(w[1], w[0]);
+      _mm512_store_si512(wpair[h] + 16 * k, wb);
+      // l moves by sum_t (bf16(w_t) / v_scale_t - p_t): the p_t that the sums carry, less the
+      // softmax's (rows of scale 0, and positions past n, carry nothing either way).
+      for (int i = 0; i < 2; ++i) {
+        const __m256i half = i == 0 ? _mm512_castsi512_si256(wb) : _mm512_extracti64x4_epi64(wb, 1);
+        const __m512 wr = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+        const __mmask16 live = _mm512_cmpneq_ps_mask(sc[i], _mm512_setzero_ps());
+        corr[h] = _mm512_mask_add_ps(
+            corr[h], live, corr[h],
+            _mm512_sub_ps(
+                _mm512_div_ps(wr, _mm512_mask_blend_ps(live, _mm512_set1_ps(1.0f), sc[i])), pv[i]));
+      }
     }
+    l[h] += _mm512_reduce_add_ps(corr[h]);
   }
   // Row pairs (2i, 2i+1); an odd n pairs its last row with a row of zero codes (weight 0: the
   // last row itself could hold an infinity, and 0 x inf is NaN).
@@ -257,9 +274,9 @@ void Scores(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q1
 
 template <bool kE4M3>
 void Accumulate(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
-                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
+                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride, float* l) {
   ForHeads(heads, [&]<int kHeads>() {
-    AccumulateT<kE4M3, kHeads>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
+    AccumulateT<kE4M3, kHeads>(rows, n, run_starts, p, alpha, d, acc, acc_stride, l);
   });
 }
 

@@ -38,12 +38,16 @@ void Scores(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const int16_t
 
 template <bool kE4M3>
 void Accumulate(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const float* p,
-                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
+                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride, float* l) {
   std::vector<double> w(static_cast<size_t>(n));
   for (int h = 0; h < heads; ++h) {
+    double moved = 0.0;  // sum_t (w_t / v_scale_t - p_t) over rows of nonzero scale.
     for (int t = 0; t < n; ++t) {
-      w[size_t(t)] = Bf16ToF32(Bf16(p[h * kAttentionChunk + t] * LoadScale(rows[t].v_scale)));
+      const float pt = p[h * kAttentionChunk + t], st = LoadScale(rows[t].v_scale);
+      w[size_t(t)] = Bf16ToF32(Bf16(pt * st));
+      if (st != 0.0f) moved += w[size_t(t)] / double(st) - double(pt);
     }
+    l[h] = float(double(l[h]) + moved);
     float* dst = acc + size_t(h) * acc_stride;
     for (size_t i = 0; i < d; ++i) {
       const size_t e = Fp8Bf16Element(i);

@@ -166,10 +166,18 @@ void CheckChunk(const LowPrecisionSteps& steps, const LowPrecisionSteps& spec, K
   for (float& x : acc_want) x = nd(*rng);
   const std::vector<float> acc_before = acc_want;
   std::vector<float> acc_got = acc_want;
+  std::vector<float> l_want(size_t(heads), 3.0f), l_got = l_want;
   spec.accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,
-                  acc_want.data(), stride);
+                  acc_want.data(), stride, l_want.data());
   steps.accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,
-                   acc_got.data(), stride);
+                   acc_got.data(), stride, l_got.data());
+  for (int h = 0; h < heads; ++h) {
+    // l moved by the weights' rounding: at most 2^-9 of each p_t, and by the same amount in both.
+    double p_sum = 3.0;
+    for (int t = 0; t < n; ++t) p_sum += p[size_t(h) * kAttentionChunk + size_t(t)];
+    EXPECT_LE(std::fabs(double(l_want[size_t(h)]) - 3.0), std::ldexp(p_sum, -9));
+    ExpectClose(l_got[size_t(h)], l_want[size_t(h)], p_sum, "l h=" + std::to_string(h));
+  }
   for (int h = 0; h < heads; ++h) {
     for (size_t i = 0; i < dv; ++i) {
       const size_t a = size_t(h) * stride + i;
@@ -248,7 +256,9 @@ TEST(AttentionBf16Test, NanAndInfinityCodes) {
     p[0] = p[2] = 1.0f;
     std::vector<float> acc(d, 0.0f);
     const float alpha = 1.0f;
-    steps->accumulate(rows.data(), 3, 0b111, p.data(), &alpha, 1, d, acc.data(), d);
+    float l = 2.0f;
+    steps->accumulate(rows.data(), 3, 0b111, p.data(), &alpha, 1, d, acc.data(), d, &l);
+    EXPECT_EQ(l, 2.0f);  // Weights of 1 x scale 1 are exact in bf16.
     for (int i = 0; i < d; ++i) {
       const bool inf_here = dtype == KvDtype::kFp8E5M2 && Fp8Bf16Element(size_t(i)) == 9;
       EXPECT_EQ(std::isinf(acc[size_t(i)]), inf_here) << i;

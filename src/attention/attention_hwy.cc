@@ -20,15 +20,20 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "attention/attention_bf16.h"
 #include "attention/attention_int16.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_rows-inl.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "hwy/highway.h"
 #include "kernels/exp_simd-inl.h"
 #include "quant/codec.h"
@@ -547,8 +552,8 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       }
       SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
       if (steps != nullptr) {
-        steps->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad,
-                          dv_pad);
+        steps->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad, dv_pad,
+                          l + h0);
       } else {
         acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + qh * dv_pad, dv_pad);
       }
@@ -653,9 +658,46 @@ namespace kvengine {
 HWY_EXPORT(GetAttentionKernels);
 HWY_EXPORT(GetInt16AttentionKernels);
 
-// The int16 variant of the dispatched target where there is one (AVX3, AVX2), else the target's
-// kernel.
+namespace {
+
+// The kernels ForceAttentionKernels chooses from: AvailableAttentionKernels(), then the reference.
+const std::vector<AttentionKernels>& ChoosableKernels() {
+  static const std::vector<AttentionKernels>* const all = [] {
+    auto* v = new std::vector<AttentionKernels>(AvailableAttentionKernels());
+    AttentionKernels ref = ReferenceAttentionKernels();
+    ref.prefetch = DefaultKvPrefetchLevel();
+    v->push_back(ref);
+    return v;
+  }();
+  return *all;
+}
+
+// ForceAttentionKernels' choice; nullptr: the best (below).
+std::atomic<const AttentionKernels*> g_forced{nullptr};
+
+}  // namespace
+
+Status ForceAttentionKernels(std::string_view name) {
+  if (EqualsIgnoreCase(name, "auto")) {
+    g_forced.store(nullptr, std::memory_order_release);
+    return Status::Ok();
+  }
+  std::string available;
+  for (const AttentionKernels& k : ChoosableKernels()) {
+    if (EqualsIgnoreCase(name, k.target_name)) {
+      g_forced.store(&k, std::memory_order_release);
+      return Status::Ok();
+    }
+    available += (available.empty() ? "" : ", ") + std::string(k.target_name);
+  }
+  return InvalidArgument("unknown attention kernel '" + std::string(name) +
+                         "'; available on this CPU: " + available + " (or auto)");
+}
+
+// ForceAttentionKernels' choice, else the int16 variant of the dispatched target where there is
+// one (AVX3, AVX2), else the target's kernel.
 const AttentionKernels& DefaultAttentionKernels() {
+  if (const AttentionKernels* forced = g_forced.load(std::memory_order_acquire)) return *forced;
   static const AttentionKernels kernels = [] {
     const AttentionKernels int16 = HWY_DYNAMIC_DISPATCH(GetInt16AttentionKernels)();
     AttentionKernels k =

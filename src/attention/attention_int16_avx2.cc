@@ -269,7 +269,8 @@ void Scores(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q1
 }
 
 void Accumulate(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
-                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
+                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride,
+                float* /*l*/) {  // l: the int16 weights' rounding is not folded into it.
   ForHeads(heads, [&]<int kHeads>() {
     AccumulateT<kHeads>(rows, n, run_starts, p, alpha, d, acc, acc_stride);
   });

@@ -49,7 +49,8 @@ void Scores(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const int16_t
 }
 
 void Accumulate(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const float* p,
-                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride) {
+                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride,
+                float* /*l*/) {  // l: the int16 weights' rounding is not folded into it.
   std::vector<float> wf(static_cast<size_t>(n));
   std::vector<int16_t> w(static_cast<size_t>(n));
   std::vector<int64_t> sums(d);

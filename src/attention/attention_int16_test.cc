@@ -132,10 +132,15 @@ void CheckChunk(const LowPrecisionSteps& steps, const OwnedKv& kv, int heads, co
   std::vector<float> acc_want(size_t(heads) * stride);
   for (float& x : acc_want) x = nd(*rng);
   std::vector<float> acc_got = acc_want;
+  std::vector<float> l_want(size_t(heads), 3.0f), l_got = l_want;
   Int8StepsScalar().accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,
-                               acc_want.data(), stride);
+                               acc_want.data(), stride, l_want.data());
   steps.accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,
-                   acc_got.data(), stride);
+                   acc_got.data(), stride, l_got.data());
+  for (int h = 0; h < heads; ++h) {  // The int16 steps leave l alone.
+    EXPECT_EQ(l_want[size_t(h)], 3.0f);
+    EXPECT_EQ(l_got[size_t(h)], 3.0f);
+  }
   for (size_t i = 0; i < acc_want.size(); ++i) {
     ASSERT_TRUE(SameBits(acc_got[i], acc_want[i]))
         << "acc " << i << " got " << acc_got[i] << " want " << acc_want[i];

@@ -32,10 +32,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "attention/paged_attention.h"
 #include "base/check.h"
+#include "base/status.h"
 
 namespace kvengine {
 
@@ -272,9 +274,16 @@ struct AttentionKernels {
 // benchmark reports.
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv);
 
-// The best target this CPU runs, chosen once (Highway dynamic dispatch), with
-// DefaultKvPrefetchLevel().
+// The kernels PagedAttentionBatch (and so the model runtime) uses: the best target this CPU runs,
+// chosen once (Highway dynamic dispatch), with DefaultKvPrefetchLevel(); or ForceAttentionKernels'.
 const AttentionKernels& DefaultAttentionKernels();
+// Replaces DefaultAttentionKernels()' choice by name, case-insensitive: a target_name of
+// AvailableAttentionKernels() ("AVX3_VNNI_BF16", "AVX3", "AVX2_I16", ...), "ref" for the scalar
+// reference, or "auto" for the best again. An unknown name is an InvalidArgument error listing the
+// names this CPU has; the choice is then unchanged. Meant for start-up and tests (as
+// ForceKernelTarget for the other kernels): calls running on other threads keep the kernels they
+// started with.
+Status ForceAttentionKernels(std::string_view name);
 // Every compiled target this CPU runs, best first (each with DefaultKvPrefetchLevel()). Briefly
 // overrides Highway's process-wide target choice (hwy::SetSupportedTargetsForTest): tests and
 // benchmarks only.

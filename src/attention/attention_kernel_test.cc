@@ -7,6 +7,7 @@
 
 #include <array>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -152,6 +153,27 @@ void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, 
                                  << " want " << want[j];
     }
   }
+}
+
+// ForceAttentionKernels picks any kernel by name, case-insensitive, leaves the choice alone on an
+// unknown name (naming the ones there are), and "auto" brings back the best.
+TEST(AttentionKernelTest, ForceAttentionKernelsChoosesByName) {
+  const std::string best = DefaultAttentionKernels().target_name;
+  for (const AttentionKernels& k : AvailableAttentionKernels()) {
+    std::string lower = k.target_name;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    ASSERT_TRUE(ForceAttentionKernels(lower).ok()) << lower;
+    EXPECT_STREQ(DefaultAttentionKernels().target_name, k.target_name);
+  }
+  ASSERT_TRUE(ForceAttentionKernels("ref").ok());
+  EXPECT_STREQ(DefaultAttentionKernels().target_name, "ref");
+  const Status bad = ForceAttentionKernels("AVX9000");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.ToString().find("AVX9000"), std::string::npos);
+  EXPECT_NE(bad.ToString().find(best), std::string::npos);
+  EXPECT_STREQ(DefaultAttentionKernels().target_name, "ref");  // Unchanged.
+  ASSERT_TRUE(ForceAttentionKernels("auto").ok());
+  EXPECT_EQ(DefaultAttentionKernels().target_name, best);
 }
 
 TEST(AttentionKernelTest, ListsTargets) {

@@ -28,10 +28,12 @@ struct LowPrecisionSteps {
                  const KvPrefetch& pf) = nullptr;
   // acc[h] = acc[h] * alpha[h] + sum_t p[h][t] * v_t (in the steps' arithmetic) for h < heads <= 4
   // over rows t < n (above); p: [heads][kAttentionChunk] (only t < n read); acc:
-  // [heads][acc_stride], elements in `element` order.
+  // [heads][acc_stride], elements in `element` order. l[h] (the softmax's running sum, already
+  // counting this chunk's p) may move by what the steps' rounding of the weights changed of
+  // sum_t p[h][t], so that acc / l stays a convex combination of V rows.
   void (*accumulate)(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
-                     const float* alpha, int heads, size_t d, float* acc,
-                     size_t acc_stride) = nullptr;
+                     const float* alpha, int heads, size_t d, float* acc, size_t acc_stride,
+                     float* l) = nullptr;
   // The row element held at accumulator index i.
   size_t (*element)(size_t i) = nullptr;
 };

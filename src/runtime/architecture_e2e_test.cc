@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "attention/attention_kernel.h"
 #include "runtime/generator.h"
 #include "runtime/runtime_test_util.h"
 #include "synth/synthetic_spec.h"
@@ -198,6 +199,48 @@ TEST(ArchitectureE2eTest, KvDtypesStayWithinTheirLogitBudgets) {
   for (const auto& [dtype, err] : worst) {
     std::printf("  KV %-8s max |logit - f32 KV logit| %.4f (budget %.4f), q8_0 weights %.4f\n",
                 std::string(KvDtypeName(dtype)).c_str(), err, LogitBudget(dtype), worst_q8[dtype]);
+  }
+}
+
+// fp8 KV through the bf16 dot products (attention_bf16.h, the default attention kernel where the
+// CPU has AVX512_BF16) against the f32 steps of the same target: the logits they add to fp8's
+// own error, on a model whose head dim (64) takes the bf16 steps (the presets above have 8-32).
+TEST(ArchitectureE2eTest, Bf16AttentionStepsMoveLogitsLittleNextToFp8Itself) {
+  const AttentionKernels* bf16 = nullptr;
+  const AttentionKernels* f32 = nullptr;
+  const std::vector<AttentionKernels> kernels = AvailableAttentionKernels();
+  for (const AttentionKernels& k : kernels) {
+    if (k.fp8_bf16 && bf16 == nullptr) bf16 = &k;
+  }
+  if (bf16 == nullptr) GTEST_SKIP() << "no attention kernel with bf16 steps on this CPU";
+  for (const AttentionKernels& k : kernels) {
+    if (k.hwy_target == bf16->hwy_target && !k.fp8_bf16 && !k.int8_int16) f32 = &k;
+  }
+  ASSERT_NE(f32, nullptr);
+  struct RestoreKernels {
+    ~RestoreKernels() { EXPECT_TRUE(ForceAttentionKernels("auto").ok()); }
+  } restore;
+  ThreadPool pool(2);
+  testing::LoadedModel m = testing::LoadForTest(testing::SyntheticForTest(
+      "small:weight_type=f32,n_layers=4,n_ff=1024,n_vocab=2000", "arch_e2e"));
+  const auto ids = ArchPrompt(200, 5);
+  const std::vector<float> exact = TeacherForced(*m.model, KvDtype::kF32, ids, pool);
+  for (KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+    ASSERT_TRUE(ForceAttentionKernels(f32->target_name).ok());
+    const std::vector<float> by_f32 = TeacherForced(*m.model, dtype, ids, pool);
+    ASSERT_TRUE(ForceAttentionKernels(bf16->target_name).ok());
+    const std::vector<float> by_bf16 = TeacherForced(*m.model, dtype, ids, pool);
+    float codec = 0, steps = 0;
+    for (size_t i = 0; i < exact.size(); ++i) {
+      codec = std::max(codec, std::fabs(by_f32[i] - exact[i]));
+      steps = std::max(steps, std::fabs(by_bf16[i] - by_f32[i]));
+    }
+    std::printf(
+        "  KV %-8s max |logit - f32 KV logit| %.4f with f32 attention steps (%s); the bf16 "
+        "steps (%s) move them by at most %.4f\n",
+        std::string(KvDtypeName(dtype)).c_str(), codec, f32->target_name, bf16->target_name, steps);
+    EXPECT_GT(codec, 0.0f);
+    EXPECT_LE(steps, 0.25f * codec) << KvDtypeName(dtype);
   }
 }
 
