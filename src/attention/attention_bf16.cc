@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "attention/attention_avx512_steps.h"
 #include "base/cpu_features.h"
 #include "quant/codec_params.h"
 #include "quant/half.h"
@@ -86,26 +87,7 @@ struct Decoder {
   }
 };
 
-KV_BF16_TARGET inline float LoadF16Scale(const uint8_t* p) {
-  return _cvtsh_ss(quant_internal::LoadU16(p));
-}
-
-// out[t] = the f16 scale at rows[t].*kField as float, t < n (as attention_vnni.cc: sixteen rows
-// of one run have adjacent scales, one load and conversion).
-template <const uint8_t* KvRowRefs::*kField>
-KV_BF16_TARGET inline void LoadRowScales(const KvRowRefs* rows, int n, uint64_t run_starts,
-                                         float* out) {
-  int t = 0;
-  for (; t + 16 <= n; t += 16) {
-    if (((run_starts >> (t + 1)) & 0x7fff) == 0) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[t].*kField));
-      _mm512_storeu_ps(out + t, _mm512_cvtph_ps(h));
-    } else {
-      for (int i = t; i < t + 16; ++i) out[i] = LoadF16Scale(rows[i].*kField);
-    }
-  }
-  for (; t < n; ++t) out[t] = LoadF16Scale(rows[t].*kField);
-}
+using avx512_steps::LoadRowScales;
 
 // acc += pairwise a * b in f32 (vdpbf16ps). As DpWssd in attention_vnni.cc: the asm form keeps
 // GCC 12 from copying each accumulator around every instruction.
@@ -119,23 +101,15 @@ KV_BF16_TARGET __attribute__((always_inline)) inline void DpBf16(__m512& acc, __
 }
 
 // v[0, 16) -> one vector whose lane i is the sum of v[i]'s lanes (v clobbered).
+struct AddFloat {
+  KV_BF16_TARGET __m512i operator()(__m512i a, __m512i b) const {
+    return _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
+  }
+};
 KV_BF16_TARGET inline __m512 TransposeSum16(__m512* v) {
-  for (int k = 0; k < 8; ++k) {
-    const __m512 a = v[2 * k], b = v[2 * k + 1];
-    v[k] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-  }
-  for (int k = 0; k < 4; ++k) {
-    const __m512d a = _mm512_castps_pd(v[2 * k]), b = _mm512_castps_pd(v[2 * k + 1]);
-    v[k] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-  }
-  for (int k = 0; k < 2; ++k) {
-    const __m512 a = v[2 * k], b = v[2 * k + 1];
-    v[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  return _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  __m512i bits[16];
+  for (int i = 0; i < 16; ++i) bits[i] = _mm512_castps_si512(v[i]);
+  return _mm512_castsi512_ps(avx512_steps::TransposeSum16(bits, AddFloat{}));
 }
 
 template <bool kE4M3, int kHeads>

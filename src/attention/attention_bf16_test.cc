@@ -38,15 +38,9 @@ float ScaleAt(const uint8_t* p) { return F16ToF32(uint16_t(p[0] | (p[1] << 8)));
 bool Finite(KvDtype dtype, uint8_t code) { return std::isfinite(ValueOf(dtype, code)); }
 
 TEST(AttentionBf16Test, ElementOrdersArePermutations) {
-  for (auto* element : {&Fp8Bf16Element, &Fp8Bf16KElement}) {
-    for (size_t d : {64, 128, 512}) {
-      std::vector<int> seen(d, 0);
-      for (size_t i = 0; i < d; ++i) {
-        ASSERT_LT(element(i), d);
-        ++seen[element(i)];
-      }
-      EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
-    }
+  for (size_t d : {64, 128, 512}) {
+    EXPECT_TRUE(attention_test::IsPermutation(&Fp8Bf16Element, d)) << d;
+    EXPECT_TRUE(attention_test::IsPermutation(&Fp8Bf16KElement, d)) << d;
   }
   // V: vector k of a run of 64 holds elements 16L + 4k + e in lanes 4L + e.
   EXPECT_EQ(Fp8Bf16Element(0), 0u);
@@ -122,7 +116,6 @@ void CheckChunk(const LowPrecisionSteps& steps, const LowPrecisionSteps& spec, K
                 const OwnedKv& kv, int heads, const ChunkRows& c, int n, std::mt19937* rng) {
   const size_t dk = size_t(kv.view.head_dim_k), dv = size_t(kv.view.head_dim_v);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   std::vector<int16_t> q16(size_t(heads) * dk);
   std::vector<float> q_scale(static_cast<size_t>(heads));
   for (int h = 0; h < heads; ++h) {
@@ -153,18 +146,13 @@ void CheckChunk(const LowPrecisionSteps& steps, const LowPrecisionSteps& spec, K
                   "score h=" + std::to_string(h) + " t=" + std::to_string(t));
     }
   }
-  // Softmax weights in [0, 1] with one 1 per head, NaN past n (not read).
-  std::vector<float> p(size_t(4) * kAttentionChunk, std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> alpha(static_cast<size_t>(heads));
-  for (int h = 0; h < heads; ++h) {
-    for (int t = 0; t < n; ++t) p[size_t(h) * kAttentionChunk + size_t(t)] = unit(*rng);
-    p[size_t(h) * kAttentionChunk + size_t(n / 2)] = 1.0f;
-    alpha[size_t(h)] = 0.25f + unit(*rng);
-  }
-  const size_t stride = dv + 8;
-  std::vector<float> acc_want(size_t(heads) * stride);
-  for (float& x : acc_want) x = nd(*rng);
-  const std::vector<float> acc_before = acc_want;
+  const attention_test::ValueStepInputs in =
+      attention_test::RandomValueStepInputs(heads, n, dv, rng);
+  const std::vector<float>& p = in.p;
+  const std::vector<float>& alpha = in.alpha;
+  const size_t stride = in.stride;
+  std::vector<float> acc_want = in.acc;
+  const std::vector<float>& acc_before = in.acc;
   std::vector<float> acc_got = acc_want;
   std::vector<float> l_want(size_t(heads), 3.0f), l_got = l_want;
   spec.accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,

@@ -40,12 +40,7 @@ bool SameBits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_
 
 TEST(AttentionInt16Test, ElementOrderIsAPermutation) {
   for (size_t d : {32, 64, 128}) {
-    std::vector<int> seen(d, 0);
-    for (size_t i = 0; i < d; ++i) {
-      ASSERT_LT(Int8Int16Element(i), d);
-      ++seen[Int8Int16Element(i)];
-    }
-    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+    EXPECT_TRUE(attention_test::IsPermutation(&Int8Int16Element, d)) << d;
   }
   EXPECT_EQ(Int8Int16Element(0), 0u);
   EXPECT_EQ(Int8Int16Element(4), 8u);
@@ -93,7 +88,6 @@ void CheckChunk(const LowPrecisionSteps& steps, const OwnedKv& kv, int heads, co
                 int n, std::mt19937* rng) {
   const size_t dk = size_t(kv.view.head_dim_k), dv = size_t(kv.view.head_dim_v);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   std::vector<int16_t> q16(size_t(heads) * dk);
   std::vector<float> q_scale(static_cast<size_t>(heads));
   for (int h = 0; h < heads; ++h) {
@@ -120,17 +114,12 @@ void CheckChunk(const LowPrecisionSteps& steps, const OwnedKv& kv, int heads, co
           << "score h=" << h << " t=" << t << " got " << got[i] << " want " << want[i];
     }
   }
-  // Softmax weights in [0, 1] with one 1 per head (as after the max), NaN past n (not read).
-  std::vector<float> p(size_t(4) * kChunk, std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> alpha(static_cast<size_t>(heads));
-  for (int h = 0; h < heads; ++h) {
-    for (int t = 0; t < n; ++t) p[size_t(h) * kChunk + size_t(t)] = unit(*rng);
-    p[size_t(h) * kChunk + size_t(n / 2)] = 1.0f;
-    alpha[size_t(h)] = 0.25f + unit(*rng);
-  }
-  const size_t stride = dv + 8;
-  std::vector<float> acc_want(size_t(heads) * stride);
-  for (float& x : acc_want) x = nd(*rng);
+  const attention_test::ValueStepInputs in =
+      attention_test::RandomValueStepInputs(heads, n, dv, rng);
+  const std::vector<float>& p = in.p;
+  const std::vector<float>& alpha = in.alpha;
+  const size_t stride = in.stride;
+  std::vector<float> acc_want = in.acc;
   std::vector<float> acc_got = acc_want;
   std::vector<float> l_want(size_t(heads), 3.0f), l_got = l_want;
   Int8StepsScalar().accumulate(c.rows.data(), n, c.run_starts, p.data(), alpha.data(), heads, dv,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -152,6 +153,41 @@ ChunkRows RowsOf(const OwnedKv& kv, int kv_head, int64_t begin, int n, bool shuf
   }
   for (int t = n; t % kAttentionPosTile != 0; ++t) c.rows[size_t(t)] = c.rows[size_t(n - 1)];
   return c;
+}
+
+// The value step's inputs for a chunk of n rows (attention_steps.h): softmax weights in [0, 1]
+// with one 1 per head (as after the max), NaN past n (the steps must not read them); rescale
+// factors in [0.25, 1.25); accumulators [heads][stride] of normal(0, 1) values.
+struct ValueStepInputs {
+  std::vector<float> p, alpha, acc;
+  size_t stride = 0;
+};
+
+inline ValueStepInputs RandomValueStepInputs(int heads, int n, size_t dv, std::mt19937* rng) {
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  ValueStepInputs in;
+  in.p.assign(size_t(4) * kAttentionChunk, std::numeric_limits<float>::quiet_NaN());
+  in.alpha.resize(size_t(heads));
+  for (int h = 0; h < heads; ++h) {
+    for (int t = 0; t < n; ++t) in.p[size_t(h) * kAttentionChunk + size_t(t)] = unit(*rng);
+    in.p[size_t(h) * kAttentionChunk + size_t(n / 2)] = 1.0f;
+    in.alpha[size_t(h)] = 0.25f + unit(*rng);
+  }
+  in.stride = dv + 8;
+  in.acc.resize(size_t(heads) * in.stride);
+  for (float& x : in.acc) x = nd(*rng);
+  return in;
+}
+
+// Whether element(0 .. d - 1) is a permutation of 0 .. d - 1 (the steps' element orders).
+inline bool IsPermutation(size_t (*element)(size_t), size_t d) {
+  std::vector<int> seen(d, 0);
+  for (size_t i = 0; i < d; ++i) {
+    if (element(i) >= d) return false;
+    ++seen[element(i)];
+  }
+  return std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; });
 }
 
 }  // namespace kvengine::attention_test

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "attention/attention_avx512_steps.h"
 #include "base/cpu_features.h"
 #include "quant/codec_params.h"
 
@@ -40,27 +41,7 @@ constexpr float kInt16Max = 32767.0f;        // Largest |code| of q16 and of the
 static_assert(int64_t(kChunk) * 127 * 32767 < (int64_t(1) << 31));
 static_assert(kChunk % 16 == 0);
 
-KV_VNNI_TARGET inline float LoadF16Scale(const uint8_t* p) {
-  return _cvtsh_ss(quant_internal::LoadU16(p));
-}
-
-// out[t] = the f16 scale at rows[t].*kField as float, t < n. Sixteen rows with no run start after
-// the first (ItemRowWalker::Next) are consecutive rows of one block, whose scales are adjacent
-// (2 bytes each, Int8Int16Applies): one vector load and conversion instead of sixteen.
-template <const uint8_t* KvRowRefs::*kField>
-KV_VNNI_TARGET inline void LoadRowScales(const KvRowRefs* rows, int n, uint64_t run_starts,
-                                         float* out) {
-  int t = 0;
-  for (; t + 16 <= n; t += 16) {
-    if (((run_starts >> (t + 1)) & 0x7fff) == 0) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[t].*kField));
-      _mm512_storeu_ps(out + t, _mm512_cvtph_ps(h));
-    } else {
-      for (int i = t; i < t + 16; ++i) out[i] = LoadF16Scale(rows[i].*kField);
-    }
-  }
-  for (; t < n; ++t) out[t] = LoadF16Scale(rows[t].*kField);
-}
+using avx512_steps::LoadRowScales;
 
 // acc += pairwise a * b (vpdpwssd). GCC 12 compiles the intrinsic on an accumulator array into
 // a register copy per instruction plus spills (it does not tie the accumulator operand across the
@@ -76,22 +57,11 @@ KV_VNNI_TARGET __attribute__((always_inline)) inline void DpWssd(__m512i& acc, _
 
 // v[0, 16) -> one vector whose lane i is the sum of v[i]'s lanes (v clobbered). Integer adds:
 // exact, so the tree's order does not matter.
+struct AddInt32 {
+  KV_VNNI_TARGET __m512i operator()(__m512i a, __m512i b) const { return _mm512_add_epi32(a, b); }
+};
 KV_VNNI_TARGET inline __m512i TransposeSum16(__m512i* v) {
-  for (int k = 0; k < 8; ++k) {
-    const __m512i a = v[2 * k], b = v[2 * k + 1];
-    v[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-  }
-  for (int k = 0; k < 4; ++k) {
-    const __m512i a = v[2 * k], b = v[2 * k + 1];
-    v[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-  }
-  for (int k = 0; k < 2; ++k) {
-    const __m512i a = v[2 * k], b = v[2 * k + 1];
-    v[k] = _mm512_add_epi32(_mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_i32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-  }
-  return _mm512_add_epi32(_mm512_shuffle_i32x4(v[0], v[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                          _mm512_shuffle_i32x4(v[0], v[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return avx512_steps::TransposeSum16(v, AddInt32{});
 }
 
 template <int kHeads>
@@ -144,8 +114,8 @@ KV_VNNI_TARGET void ScoresT(const KvRowRefs* rows, int n, uint64_t run_starts, c
 // Passes of kSlices32 x 32 elements (1 or 2): 2 * kSlices32 int32 accumulators per head.
 template <int kHeads, int kSlices32>
 KV_VNNI_TARGET inline void AccumulatePass(const int8_t* const* a_rows, const int8_t* const* b_rows,
-                                          int pairs, const int16_t (*w16)[kChunk],
-                                          const float* s, const float* alpha, size_t j, float* acc,
+                                          int pairs, const int16_t (*w16)[kChunk], const float* s,
+                                          const float* alpha, size_t j, float* acc,
                                           size_t acc_stride) {
   __m512i ia[kHeads][2 * kSlices32];
   for (int h = 0; h < kHeads; ++h) {
