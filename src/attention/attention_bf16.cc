@@ -239,6 +239,28 @@ KV_BF16_TARGET void AccumulateT(const KvRowRefs* rows, int n, uint64_t run_start
   }
 }
 
+// Fp8Bf16QuantizeQuery's q16 with vcvtne2ps2bf16 (whose rounding Bf16 models; the steps' test
+// holds the two to the same bits). Per 64 elements: word 8L + e of vector w is element
+// 16L + 8w + e (Fp8Bf16KElement), so vector w takes the 8-element half w of each of the 4 float
+// vectors.
+KV_BF16_TARGET void QuantizeQuery(const float* q, size_t d, int16_t* q16, float* scale) {
+  // Lanes 0-7 of a then of b (lo), lanes 8-15 of a then of b (hi).
+  const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+  for (size_t j = 0; j < d; j += 64) {
+    const __m512 q0 = _mm512_loadu_ps(q + j), q1 = _mm512_loadu_ps(q + j + 16);
+    const __m512 q2 = _mm512_loadu_ps(q + j + 32), q3 = _mm512_loadu_ps(q + j + 48);
+    for (int w = 0; w < 2; ++w) {
+      const __m512i idx = w == 0 ? lo : hi;
+      // Elements of the second operand go to the low half.
+      const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_permutex2var_ps(q2, idx, q3),
+                                             _mm512_permutex2var_ps(q0, idx, q1));
+      _mm512_storeu_si512(q16 + j + 32 * size_t(w), (__m512i)b);
+    }
+  }
+  *scale = 1.0f;
+}
+
 template <bool kE4M3>
 void Scores(const KvRowRefs* rows, int n, uint64_t run_starts, const int16_t* q16,
             const float* /*q_scale*/, int heads, size_t d, float* scores, const KvPrefetch& pf) {
@@ -265,10 +287,10 @@ bool CpuRunsBf16Steps() {
 }  // namespace
 
 const LowPrecisionSteps* Fp8StepsAvx512Bf16(KvDtype dtype) {
-  static const LowPrecisionSteps e4m3{"avx512_bf16", &Fp8Bf16QuantizeQuery,
+  static const LowPrecisionSteps e4m3{"avx512_bf16", &bf16_avx512::QuantizeQuery,
                                       &bf16_avx512::Scores<true>, &bf16_avx512::Accumulate<true>,
                                       &Fp8Bf16Element};
-  static const LowPrecisionSteps e5m2{"avx512_bf16", &Fp8Bf16QuantizeQuery,
+  static const LowPrecisionSteps e5m2{"avx512_bf16", &bf16_avx512::QuantizeQuery,
                                       &bf16_avx512::Scores<false>, &bf16_avx512::Accumulate<false>,
                                       &Fp8Bf16Element};
   static const bool runs = bf16_avx512::CpuRunsBf16Steps();

@@ -67,6 +67,44 @@ TEST(AttentionBf16Test, Bf16RoundsToNearestEven) {
   EXPECT_TRUE(std::isnan(Bf16ToF32(Bf16(std::bit_cast<float>(0x7F800001u)))));  // Stays NaN.
 }
 
+// The SIMD steps' query encoding (vcvtne2ps2bf16) gives Fp8Bf16QuantizeQuery's bits: Bf16's model
+// of the instruction (ties to even, subnormals to zero, NaN quieted) on random values and on the
+// cases themselves.
+TEST(AttentionBf16Test, QuantizeQueryMatchesSpecification) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (KvDtype dtype : kFormats) {
+    const LowPrecisionSteps* steps = Fp8StepsAvx512Bf16(dtype);
+    if (steps == nullptr) GTEST_SKIP() << "no AVX-512 BF16 steps on this CPU";
+    for (size_t d : {64, 128, 512}) {
+      std::vector<float> q(d);
+      for (size_t i = 0; i < d; ++i) {
+        q[i] = i % 3 == 0 ? std::bit_cast<float>(bits(rng)) : nd(rng) * 100.0f;  // Any bits.
+      }
+      const float cases[] = {std::bit_cast<float>(0x3F808000u),  // Ties.
+                             std::bit_cast<float>(0x3F818000u),
+                             std::bit_cast<float>(0x00400000u),  // Subnormals.
+                             std::bit_cast<float>(0x80000001u),
+                             std::bit_cast<float>(0x7F7FFFFFu),  // Rounds to infinity.
+                             std::numeric_limits<float>::infinity(),
+                             std::bit_cast<float>(0x7F800001u),  // Signalling NaN.
+                             -std::numeric_limits<float>::quiet_NaN(), 0.0f, -0.0f};
+      for (size_t i = 0; i < std::size(cases); ++i) q[7 * i + 1] = cases[i];
+      std::vector<int16_t> want(d), got(d);
+      float want_scale = 0, got_scale = 0;
+      Fp8Bf16QuantizeQuery(q.data(), d, want.data(), &want_scale);
+      steps->quantize_query(q.data(), d, got.data(), &got_scale);
+      for (size_t i = 0; i < d; ++i) {
+        EXPECT_EQ(uint16_t(got[i]), uint16_t(want[i]))
+            << "d=" << d << " i=" << i << " q=" << std::hex
+            << std::bit_cast<uint32_t>(q[Fp8Bf16KElement(i)]);
+      }
+      EXPECT_EQ(got_scale, want_scale);
+    }
+  }
+}
+
 // Every fp8 value is a normal bf16 (or zero, inf, NaN): the steps' decode tables lose nothing.
 TEST(AttentionBf16Test, EveryFp8CodeIsExactInBf16) {
   for (KvDtype dtype : kFormats) {
