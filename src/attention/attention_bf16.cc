@@ -11,7 +11,7 @@
 // Values: passes of 64 elements (4 x 16 f32 lanes per head, 16 accumulators for 4 heads); per pair
 // of positions the two rows' codes are interleaved byte by byte first, so that decoding gives
 // bf16 pairs (v_t[e], v_t+1[e]) for vdpbf16ps with each head's broadcast weight pair (w_t,
-// w_t+1).
+// w_t+1); the weights' rounding is added to the softmax's sum l (attention_bf16.h).
 #include "attention/attention_bf16.h"
 
 // GCC 12 reports its own _mm512_undefined_* placeholders inside the AVX-512 intrinsics as
@@ -100,12 +100,12 @@ KV_BF16_TARGET __attribute__((always_inline)) inline void DpBf16(__m512& acc, __
 #endif
 }
 
-// v[0, 16) -> one vector whose lane i is the sum of v[i]'s lanes (v clobbered).
 struct AddFloat {
   KV_BF16_TARGET __m512i operator()(__m512i a, __m512i b) const {
     return _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
   }
 };
+// v[0, 16) -> one vector whose lane i is the sum of v[i]'s lanes (v clobbered).
 KV_BF16_TARGET inline __m512 TransposeSum16(__m512* v) {
   __m512i bits[16];
   for (int i = 0; i < 16; ++i) bits[i] = _mm512_castps_si512(v[i]);
