@@ -38,9 +38,11 @@ KV_AVX512_STEPS_TARGET inline void LoadRowScales(const KvRowRefs* rows, int n, u
 }
 
 // v[0, 16) -> one vector whose lane i is the sum of v[i]'s 32-bit lanes, added by add(a, b)
-// (int32 or float; the order of additions is fixed). v is clobbered.
+// (int32 or float; the order of additions is fixed). v is clobbered. add's operator() must carry
+// this target (or a narrower one) to be inlined.
 template <class Add>
-KV_AVX512_STEPS_TARGET inline __m512i TransposeSum16(__m512i* v, Add add) {
+KV_AVX512_STEPS_TARGET __attribute__((always_inline)) inline __m512i TransposeSum16(__m512i* v,
+                                                                                    Add add) {
   for (int k = 0; k < 8; ++k) {
     const __m512i a = v[2 * k], b = v[2 * k + 1];
     v[k] = add(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));

@@ -100,8 +100,11 @@ KV_BF16_TARGET __attribute__((always_inline)) inline void DpBf16(__m512& acc, __
 #endif
 }
 
+// (The adds carry TransposeSum16's own target, not this file's wider one: a callee can be
+// inlined only into a caller with at least its features.)
 struct AddFloat {
-  KV_BF16_TARGET __m512i operator()(__m512i a, __m512i b) const {
+  KV_AVX512_STEPS_TARGET __attribute__((always_inline)) __m512i operator()(__m512i a,
+                                                                           __m512i b) const {
     return _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
   }
 };

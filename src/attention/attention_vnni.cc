@@ -57,8 +57,11 @@ KV_VNNI_TARGET __attribute__((always_inline)) inline void DpWssd(__m512i& acc, _
 
 // v[0, 16) -> one vector whose lane i is the sum of v[i]'s lanes (v clobbered). Integer adds:
 // exact, so the tree's order does not matter.
-struct AddInt32 {
-  KV_VNNI_TARGET __m512i operator()(__m512i a, __m512i b) const { return _mm512_add_epi32(a, b); }
+struct AddInt32 {  // TransposeSum16's target (see AddFloat in attention_bf16.cc).
+  KV_AVX512_STEPS_TARGET __attribute__((always_inline)) __m512i operator()(__m512i a,
+                                                                           __m512i b) const {
+    return _mm512_add_epi32(a, b);
+  }
 };
 KV_VNNI_TARGET inline __m512i TransposeSum16(__m512i* v) {
   return avx512_steps::TransposeSum16(v, AddInt32{});
