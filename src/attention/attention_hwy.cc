@@ -30,6 +30,7 @@
 
 #include "attention/attention_bf16.h"
 #include "attention/attention_int16.h"
+#include "attention/attention_int4.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_rows-inl.h"
 #include "base/status.h"
@@ -405,8 +406,9 @@ class UnitRows {
 };
 
 // steps: K and V through these steps instead of the float ones (attention_steps.h: int16 for int8
-// KV, bf16 for fp8; the caller checks that they apply), whose accumulators are in their `element`
-// order; nullptr: the float steps.
+// KV, bf16 for fp8, int8 scores for int4 K; the caller checks that they apply), whose accumulators
+// are in their `element` order; V through the float step where they have no value step; nullptr:
+// the float steps.
 void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
                  const LowPrecisionSteps* steps, float* state) {
   const DF df;
@@ -420,13 +422,17 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
   // row (int4: where its groups are 32 elements, a whole number of Int4Row's blocks); else decode
   // rows into the f32 tiles.
   static_assert(32 % (2 * kMaxLanes) == 0);
-  const bool k_int4 = kv.k_dtype == KvDtype::kInt4 && dk % 32 == 0;
-  const bool v_int4 = kv.v_dtype == KvDtype::kInt4 && dv % 32 == 0;
+  // The steps' value step, or the float one (scores-only steps).
+  const bool steps_values = steps != nullptr && steps->accumulate != nullptr;
+  const bool k_int4 = steps == nullptr && kv.k_dtype == KvDtype::kInt4 && dk % 32 == 0;
+  const bool v_int4 = !steps_values && kv.v_dtype == KvDtype::kInt4 && dv % 32 == 0;
   const auto load_span = [lanes](KvDtype dtype) {
     return lanes * size_t(WithRow(dtype, []<class Row>() { return RowVectors<Row>(); }));
   };
-  const bool k_tile = (kv.k_dtype == KvDtype::kInt4 && !k_int4) || dk % load_span(kv.k_dtype) != 0;
-  const bool v_tile = (kv.v_dtype == KvDtype::kInt4 && !v_int4) || dv % load_span(kv.v_dtype) != 0;
+  const bool k_tile = steps == nullptr && ((kv.k_dtype == KvDtype::kInt4 && !k_int4) ||
+                                           dk % load_span(kv.k_dtype) != 0);
+  const bool v_tile = !steps_values && ((kv.v_dtype == KvDtype::kInt4 && !v_int4) ||
+                                        dv % load_span(kv.v_dtype) != 0);
 
   thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
   Scratch& sc = scratch;
@@ -551,7 +557,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
         scores_fn[heads - 1](rows, n, sc.q.data() + qh * dk_pad, dk_pad, scores, pf_scores);
       }
       SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
-      if (steps != nullptr) {
+      if (steps_values) {
         steps->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad, dv_pad,
                           l + h0);
       } else {
@@ -559,7 +565,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       }
     }
   }
-  if (steps != nullptr) {  // One call per element, not per element and head.
+  if (steps_values) {  // One call per element, not per element and head.
     sc.element.resize(dv);
     for (size_t i = 0; i < dv; ++i) sc.element[i] = uint32_t(steps->element(i));
   }
@@ -567,7 +573,7 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
     const size_t j = qh / size_t(group), g = qh % size_t(group);
     float* acc = state + j * state_stride + 2 * size_t(group) + g * dv;
     const float* src = sc.acc.data() + qh * dv_pad;
-    if (steps != nullptr) {
+    if (steps_values) {
       for (size_t i = 0; i < dv; ++i) acc[sc.element[i]] = src[i];
     } else if (v_int4) {
       for (size_t i = 0; i < dv; ++i) acc[Int4RowElement(i, lanes)] = src[i];
@@ -603,17 +609,31 @@ const LowPrecisionSteps* Bf16StepsOfTarget(KvDtype dtype) {
 #endif
 }
 
-// The int16 steps for int8 KV and the bf16 steps for fp8 where they apply, else the float steps.
+// The int8 score steps for int4 K this target's kernel takes: AVX-512 VNNI's on the AVX3 target
+// where the CPU has it; nullptr if none.
+const LowPrecisionSteps* Int4StepsOfTarget() {
+#if HWY_TARGET == HWY_AVX3
+  return Int4StepsAvx512Vnni();
+#else
+  return nullptr;
+#endif
+}
+
+// The int16 steps for int8 KV, the bf16 steps for fp8 and the int8 score steps for int4 K where
+// they apply (and this target has them), else the float steps.
 void PartialLowPrecision(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
                          float* state) {
   static const LowPrecisionSteps* const int16 = Int16StepsOfTarget();
   static const LowPrecisionSteps* const e4m3 = Bf16StepsOfTarget(KvDtype::kFp8E4M3);
   static const LowPrecisionSteps* const e5m2 = Bf16StepsOfTarget(KvDtype::kFp8E5M2);
+  static const LowPrecisionSteps* const int4 = Int4StepsOfTarget();
   const LowPrecisionSteps* steps = nullptr;
   if (Int8Int16Applies(kv)) {
     steps = int16;
   } else if (Fp8Bf16Applies(kv)) {
     steps = kv.k_dtype == KvDtype::kFp8E4M3 ? e4m3 : e5m2;
+  } else if (Int4Int8Applies(kv)) {
+    steps = int4;
   }
   PartialImpl(kv, item, prefetch, steps, state);
 }
@@ -633,6 +653,7 @@ AttentionKernels GetInt16AttentionKernels() {
   if (const LowPrecisionSteps* steps = Int16StepsOfTarget()) {
     const bool vnni = steps == Int8StepsAvx512Vnni();
     const bool bf16 = Bf16StepsOfTarget(KvDtype::kFp8E4M3) != nullptr;
+    const bool int4 = Int4StepsOfTarget() != nullptr;
     const char* name = HWY_TARGET == HWY_AVX2 ? "AVX2_I16"
                        : vnni                 ? (bf16 ? "AVX3_VNNI_BF16" : "AVX3_VNNI")
                                               : (bf16 ? "AVX3_I16_BF16" : "AVX3_I16");
@@ -642,7 +663,8 @@ AttentionKernels GetInt16AttentionKernels() {
             KvPrefetchLevel::kL1,
             /*int8_int16=*/true,
             0,
-            /*fp8_bf16=*/bf16};
+            /*fp8_bf16=*/bf16,
+            /*int4_int8=*/int4};
   }
 #endif
   return {};
@@ -710,6 +732,7 @@ const AttentionKernels& DefaultAttentionKernels() {
 
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv) {
   if (kernels.int8_int16 && Int8Int16Applies(kv)) return "int16";
+  if (kernels.int4_int8 && Int4Int8Applies(kv)) return "int8 scores";
   return kernels.fp8_bf16 && Fp8Bf16Applies(kv) ? "bf16" : "f32";
 }
 

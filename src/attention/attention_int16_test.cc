@@ -25,6 +25,7 @@ using attention_test::KvShape;
 using attention_test::MakeKv;
 using attention_test::OwnedKv;
 using attention_test::RowsOf;
+using attention_test::SameBits;
 
 constexpr int kChunk = kAttentionChunk;
 
@@ -35,8 +36,6 @@ std::vector<const LowPrecisionSteps*> SimdSteps() {
   if (const LowPrecisionSteps* s = Int8StepsAvx512Vnni()) all.push_back(s);
   return all;
 }
-
-bool SameBits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
 
 TEST(AttentionInt16Test, ElementOrderIsAPermutation) {
   for (size_t d : {32, 64, 128}) {

@@ -248,8 +248,9 @@ inline size_t PartialStateFloats(int group, int head_dim_v) {
 // One compiled version of the item kernel.
 struct AttentionKernels {
   // Highway's name ("AVX3", "AVX2", ...); "AVX3_VNNI", "AVX3_I16", "AVX2_I16" (that target with
-  // the int16 steps of attention_int16.h for int8 KV: VNNI's or AVX2's), with "_BF16" where fp8
-  // KV takes the bf16 steps of attention_bf16.h too; or "ref".
+  // the int16 steps of attention_int16.h for int8 KV: VNNI's or AVX2's; the "_VNNI" ones also
+  // with the int8 score steps of attention_int4.h for int4 K), with "_BF16" where fp8 KV takes the
+  // bf16 steps of attention_bf16.h too; or "ref".
   const char* target_name = "";
   int64_t hwy_target = 0;  // Highway target bit, 0 for the scalar reference.
   // Writes the item's partial states (item.kv_heads x PartialStateFloats(item.group,
@@ -267,11 +268,14 @@ struct AttentionKernels {
   // Whether fp8 KV goes through the bf16 steps of attention_bf16.h where they apply (the "_BF16"
   // kernels: q and the softmax weights rounded to bf16).
   bool fp8_bf16 = false;
+  // Whether int4 K's scores go through the int8 dot products of attention_int4.h where they apply
+  // (the "_VNNI" kernels: q rounded to int8); V keeps the float value step.
+  bool int4_int8 = false;
 };
 
 // The arithmetic `kernels` uses on `kv`: "int16" (int8 K and V through int16 dot products), "bf16"
-// (fp8 K and V through bf16 dot products) or "f32" (rows decoded to f32, f32 multiply-adds). For
-// benchmark reports.
+// (fp8 K and V through bf16 dot products), "int8 scores" (int4 K's scores through int8 dot
+// products, V in f32) or "f32" (rows decoded to f32, f32 multiply-adds). For benchmark reports.
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv);
 
 // The kernels PagedAttentionBatch (and so the model runtime) uses: the best target this CPU runs,

@@ -18,6 +18,7 @@
 
 #include "attention/attention_bf16.h"
 #include "attention/attention_int16.h"
+#include "attention/attention_int4.h"
 #include "attention/attention_kernel.h"
 #include "attention/attention_test_util.h"
 #include "base/cpu_features.h"
@@ -50,6 +51,18 @@ constexpr float kInt16Int8VsReferenceTolerance = 3e-4f;
 // that size in the weights). Measured worst case over these tests: 1.09e-2, which the test
 // Bf16StepsCostLittleNextToFp8Itself puts beside fp8's own error (0.12 e4m3, 0.26 e5m2).
 constexpr float kBf16Fp8VsReferenceTolerance = 2e-2f;
+
+// The kernels with int8 score steps for int4 K (the "_VNNI" ones, attention_int4.h) round q to
+// int8 per head (half a step of amax(q) / 127 per element), which moves a score by up to about
+// amax(q) / 254 * sum|k| x the softmax scale: a few thousandths in these tests' logits and eight
+// times that on their outlier K rows, and a relative error of that size in the weights. Measured
+// worst case over these tests: 3.4e-2, which Int8StepsCostLittleNextToInt4Itself puts beside
+// int4's own error (0.37).
+constexpr float kInt8Int4VsReferenceTolerance = 6e-2f;
+
+bool IsInt8Int4(const AttentionKernels& k, const KvLayerView& kv) {
+  return k.int4_int8 && Int4Int8Applies(kv);
+}
 
 bool IsInt16Int8(const AttentionKernels& k, KvDtype dtype) {
   return dtype == KvDtype::kInt8 && k.int8_int16;
@@ -114,8 +127,10 @@ std::vector<float> RunBatch(const AttentionKernels& kernels, const OwnedKv& kv, 
 
 // Worst |simd - ref| / max|v| of the int16 int8 steps, over all tests (printed by the tests).
 float int16_worst = 0;
-// The same for the bf16 steps of fp8 KV.
+// The same for the bf16 steps of fp8 KV ...
 float bf16_worst = 0;
+// ... and for the int8 score steps of int4 K.
+float int4_worst = 0;
 
 void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, float* worst) {
   SCOPED_TRACE(Describe(c));
@@ -142,10 +157,12 @@ void CheckConfig(const std::vector<AttentionKernels>& targets, const Config& c, 
     const std::vector<float> got = RunBatch(k, kv, c, q, nullptr);
     const bool int16 = IsInt16Int8(k, c.dtype) && c.v_dtype.value_or(c.dtype) == c.dtype;
     const bool bf16 = IsBf16Fp8(k, kv.view);
+    const bool int4 = IsInt8Int4(k, kv.view);
     const float target_tol = int16  ? kInt16Int8VsReferenceTolerance * MaxAbs(kv.v)
                              : bf16 ? kBf16Fp8VsReferenceTolerance * MaxAbs(kv.v)
+                             : int4 ? kInt8Int4VsReferenceTolerance * MaxAbs(kv.v)
                                     : tol;
-    float* worst_of_kind = int16 ? &int16_worst : bf16 ? &bf16_worst : worst;
+    float* worst_of_kind = int16 ? &int16_worst : bf16 ? &bf16_worst : int4 ? &int4_worst : worst;
     for (size_t j = 0; j < got.size(); ++j) {
       const float err = std::fabs(got[j] - want[j]);
       *worst_of_kind = std::max(*worst_of_kind, err / MaxAbs(kv.v));
@@ -227,7 +244,7 @@ TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {
     CheckConfig(targets, {d, 16, 1, 64, 32, 66}, &worst);
   }
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
-            << ", fp8 bf16 steps: " << bf16_worst << ")\n";
+            << ", fp8 bf16 steps: " << bf16_worst << ", int4 int8 scores: " << int4_worst << ")\n";
 }
 
 // K and V in different dtypes: each of the fused int4 decoder's element orders (q permuted for
@@ -244,7 +261,8 @@ TEST(AttentionKernelTest, MixedKAndVDtypes) {
     CheckConfig(targets, {k, 4, 2, 40, 16, 50, 0, 0, v}, &worst);   // int4 through the tiles.
     CheckConfig(targets, {k, 8, 1, 64, 16, 70, 0, 0, v}, &worst);   // The 8-head tile.
   }
-  std::cout << "worst |simd - ref| / max|v|: " << worst << "\n";
+  std::cout << "worst |simd - ref| / max|v|: " << worst << " (int4 int8 scores: " << int4_worst
+            << ")\n";
 }
 
 TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
@@ -257,7 +275,7 @@ TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
     CheckConfig(targets, {d, 4, 2, 64, 32768, 700, 50, 2}, &worst);
   }
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
-            << ", fp8 bf16 steps: " << bf16_worst << ")\n";
+            << ", fp8 bf16 steps: " << bf16_worst << ", int4 int8 scores: " << int4_worst << ")\n";
 }
 
 // What the bf16 steps cost next to fp8 itself: against attention over the unquantized KV (f32
@@ -299,6 +317,49 @@ TEST(AttentionKernelTest, Bf16StepsCostLittleNextToFp8Itself) {
   }
 }
 
+// What the int8 score steps cost next to int4 itself: against attention over the unquantized KV
+// (f32 rows of the same values), the f32 reference on int4 KV errs by the codec's rounding (half
+// a step of a group's range / 15 per element) and the int8 scores add q's (half a step of
+// amax(q) / 127). int4 K with f16 V and int4 V; the test data's outlier K rows (x8) give large
+// logits, where rounding q matters most.
+TEST(AttentionKernelTest, Int8StepsCostLittleNextToInt4Itself) {
+  std::vector<AttentionKernels> int4;
+  for (const AttentionKernels& k : AvailableAttentionKernels()) {
+    if (k.int4_int8) int4.push_back(k);
+  }
+  if (int4.empty()) GTEST_SKIP() << "no kernel with int8 score steps on this CPU";
+  for (KvDtype v_dtype : {KvDtype::kF16, KvDtype::kInt4}) {
+    float codec_err = 0, steps_err = 0;
+    for (Config c :
+         {Config{KvDtype::kInt4, 8, 2, 128, 16, 97}, Config{KvDtype::kInt4, 32, 4, 64, 16, 131},
+          Config{KvDtype::kInt4, 12, 1, 128, 16, 300}}) {
+      c.v_dtype = v_dtype;
+      SCOPED_TRACE(Describe(c));
+      const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 11);
+      Config exact = c;
+      exact.dtype = KvDtype::kF32;
+      exact.v_dtype = std::nullopt;
+      const OwnedKv truth = MakeKv(ShapeOf(exact), c.tokens, 11);
+      std::mt19937 rng(5);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
+      for (float& x : q) x = nd(rng);
+      const std::vector<float> want =
+          RunBatch(ReferenceAttentionKernels(), truth, exact, q, nullptr);
+      const std::vector<float> ref = RunBatch(ReferenceAttentionKernels(), kv, c, q, nullptr);
+      const std::vector<float> got = RunBatch(int4[0], kv, c, q, nullptr);
+      for (size_t j = 0; j < want.size(); ++j) {
+        codec_err = std::max(codec_err, std::fabs(ref[j] - want[j]) / MaxAbs(truth.v));
+        steps_err = std::max(steps_err, std::fabs(got[j] - ref[j]) / MaxAbs(truth.v));
+      }
+    }
+    std::cout << "int4 K, " << KvDtypeName(v_dtype)
+              << " V: worst |error| / max|v| of f32 steps on int4 KV " << codec_err
+              << ", int8 scores' own " << steps_err << "\n";
+    EXPECT_LE(steps_err, 0.25f * codec_err) << KvDtypeName(v_dtype);
+  }
+}
+
 TEST(AttentionKernelTest, LongContextsCrossPartitions) {
   // The best target only (the others run the same planning and merge code).
   const std::vector<AttentionKernels> best = {DefaultAttentionKernels()};
@@ -309,7 +370,7 @@ TEST(AttentionKernelTest, LongContextsCrossPartitions) {
   CheckConfig(best, {KvDtype::kFp8E4M3, 4, 1, 64, 32, 5000, 3000, 4}, &worst);
   CheckConfig(best, {KvDtype::kF32, 2, 1, 64, 32768, 4500, 2100, 0}, &worst);
   std::cout << "worst |simd - ref| / max|v|: " << worst << " (int8 int16 steps: " << int16_worst
-            << ", fp8 bf16 steps: " << bf16_worst << ")\n";
+            << ", fp8 bf16 steps: " << bf16_worst << ", int4 int8 scores: " << int4_worst << ")\n";
 }
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -1,7 +1,8 @@
 // Internal: dot-product steps that attention_hwy.cc's item kernel runs in place of its float steps
 // 1 (scores) and 3 (values) for some KV dtypes, with arithmetic narrower than f32 multiply-adds:
 //   * int8 K and V through int16 dot products (attention_int16.h);
-//   * fp8 K and V through bf16 dot products (attention_bf16.h).
+//   * fp8 K and V through bf16 dot products (attention_bf16.h);
+//   * int4 K scores through int8 dot products (attention_int4.h; V through the float step).
 // The online softmax (step 2) stays in float. Each set of steps documents its arithmetic and has a
 // scalar specification that tests hold its SIMD versions to.
 #pragma once
@@ -30,11 +31,12 @@ struct LowPrecisionSteps {
   // over rows t < n (above); p: [heads][kAttentionChunk] (only t < n read); acc:
   // [heads][acc_stride], elements in `element` order. l[h] (the softmax's running sum, already
   // counting this chunk's p) may move by what the steps' rounding of the weights changed of
-  // sum_t p[h][t], so that acc / l stays a convex combination of V rows.
+  // sum_t p[h][t], so that acc / l stays a convex combination of V rows. nullptr: V goes through
+  // the float value step (scores-only steps, such as int4's).
   void (*accumulate)(const KvRowRefs* rows, int n, uint64_t run_starts, const float* p,
                      const float* alpha, int heads, size_t d, float* acc, size_t acc_stride,
                      float* l) = nullptr;
-  // The row element held at accumulator index i.
+  // The row element held at accumulator index i (with accumulate only).
   size_t (*element)(size_t i) = nullptr;
 };
 

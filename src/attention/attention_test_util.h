@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -178,6 +179,11 @@ inline ValueStepInputs RandomValueStepInputs(int heads, int n, size_t dv, std::m
   in.acc.resize(size_t(heads) * in.stride);
   for (float& x : in.acc) x = nd(*rng);
   return in;
+}
+
+// Whether a and b are the same float bits.
+inline bool SameBits(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
 }
 
 // Whether element(0 .. d - 1) is a permutation of 0 .. d - 1 (the steps' element orders).

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attention/attention_bf16.h"
+#include "attention/attention_int4.h"
 #include "attention/attention_kernel.h"
 #include "attention/kv_layer_view.h"
 #include "kv/kv_cache_manager.h"
@@ -25,6 +26,9 @@ constexpr float kInt16Int8AttentionTolerance = 1e-3f;
 // fp8 KV through the bf16 steps (the default on CPUs with AVX512_BF16) rounds q and the folded
 // weights to bf16 (attention_bf16.h): attention_kernel_test.cc's budget of 2e-2 * max|v|.
 constexpr float kBf16Fp8AttentionTolerance = 0.1f;
+// int4 K through the int8 score steps (the default on AVX-512 VNNI CPUs) rounds q to int8
+// (attention_int4.h): attention_kernel_test.cc's budget of 6e-2 * max|v|.
+constexpr float kInt8Int4AttentionTolerance = 0.3f;
 
 struct Case {
   KvDtype dtype;
@@ -82,9 +86,11 @@ void RunCase(const Case& c, bool release_window) {
   for (int l = 0; l < layers; ++l) {
     const KvLayerView view = LayerViewOf(*m, l);
     const bool bf16_fp8 = DefaultAttentionKernels().fp8_bf16 && Fp8Bf16Applies(view);
-    const float tol = int16_int8 ? kInt16Int8AttentionTolerance
-                      : bf16_fp8 ? kBf16Fp8AttentionTolerance
-                                 : kAttentionTolerance * 8;
+    const bool int8_int4 = DefaultAttentionKernels().int4_int8 && Int4Int8Applies(view);
+    const float tol = int16_int8  ? kInt16Int8AttentionTolerance
+                      : bf16_fp8  ? kBf16Fp8AttentionTolerance
+                      : int8_int4 ? kInt8Int4AttentionTolerance
+                                  : kAttentionTolerance * 8;
     for (int64_t pos = release_window ? T - 1 : 0; pos < T; ++pos) {
       for (auto& x : q) x = nd(rng);
       PagedAttention(view, m->BlockTable(1, 0), q.data(), n_heads, pos, scale, out.data(),

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "attention/attention_bf16.h"
+#include "attention/attention_int4.h"
 #include "attention/attention_kernel.h"
 #include "base/strings.h"
 #include "kv/block_layout.h"
@@ -24,6 +25,9 @@ constexpr float kLayoutTolerance = 1e-4f;
 // fp8 through the bf16 steps (the default kernel on CPUs with AVX512_BF16) rounds q and the
 // weights to bf16: attention_kernel_test.cc's budget of 2e-2 of max|v| (|v| < 5 here).
 constexpr float kBf16Fp8Tolerance = 0.1f;
+// int4 K through the int8 score steps (the default kernel on CPUs with AVX-512 VNNI) rounds q to
+// int8: attention_kernel_test.cc's budget of 6e-2 of max|v|.
+constexpr float kInt8Int4Tolerance = 0.3f;
 
 constexpr KvDtype kBenchDtypes[] = {KvDtype::kF16, KvDtype::kBF16, KvDtype::kFp8E4M3,
                                     KvDtype::kInt8, KvDtype::kInt4};
@@ -107,9 +111,10 @@ TEST(SyntheticKvLayerTest, LayoutsHoldTheSameValuesAndGiveTheReferenceAttention)
     std::vector<float> q(size_t(n_heads) * 64);
     for (float& x : q) x = normal(rng);
     const float scale = 0.125f;
-    const float tol = DefaultAttentionKernels().fp8_bf16 && Fp8Bf16Applies(paged->view())
-                          ? kBf16Fp8Tolerance
-                          : kLayoutTolerance;
+    const AttentionKernels& kernels = DefaultAttentionKernels();
+    const float tol = kernels.fp8_bf16 && Fp8Bf16Applies(paged->view())     ? kBf16Fp8Tolerance
+                      : kernels.int4_int8 && Int4Int8Applies(paged->view()) ? kInt8Int4Tolerance
+                                                                            : kLayoutTolerance;
     for (int64_t pos : {int64_t{0}, int64_t{37}, int64_t{99}}) {
       std::vector<float> ref(q.size()), out_p(q.size()), out_c(q.size());
       ContiguousAttentionRef(paged->view(), kc.data(), vc.data(), q.data(), n_heads, pos, scale,

@@ -22,6 +22,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "attention/attention_kernel.h"
@@ -202,19 +203,21 @@ TEST(ArchitectureE2eTest, KvDtypesStayWithinTheirLogitBudgets) {
   }
 }
 
-// fp8 KV through the bf16 dot products (attention_bf16.h, the default attention kernel where the
-// CPU has AVX512_BF16) against the f32 steps of the same target: the logits they add to fp8's
-// own error, on a model whose head dim (64) takes the bf16 steps (the presets above have 8-32).
-TEST(ArchitectureE2eTest, Bf16AttentionStepsMoveLogitsLittleNextToFp8Itself) {
-  const AttentionKernels* bf16 = nullptr;
+// The logits that a kernel's narrower steps (`steps`: its flag in AttentionKernels) add to each of
+// `dtypes`' own error, against the f32 steps of the same target, on a model whose head dim (64)
+// takes the steps (the presets above have 8-32): at most a quarter of it.
+void ExpectStepsMoveLogitsLittle(bool AttentionKernels::*steps, std::span<const KvDtype> dtypes) {
+  const AttentionKernels* narrow = nullptr;
   const AttentionKernels* f32 = nullptr;
   const std::vector<AttentionKernels> kernels = AvailableAttentionKernels();
   for (const AttentionKernels& k : kernels) {
-    if (k.fp8_bf16 && bf16 == nullptr) bf16 = &k;
+    if (k.*steps && narrow == nullptr) narrow = &k;
   }
-  if (bf16 == nullptr) GTEST_SKIP() << "no attention kernel with bf16 steps on this CPU";
+  if (narrow == nullptr) GTEST_SKIP() << "no attention kernel with these steps on this CPU";
   for (const AttentionKernels& k : kernels) {
-    if (k.hwy_target == bf16->hwy_target && !k.fp8_bf16 && !k.int8_int16) f32 = &k;
+    if (k.hwy_target == narrow->hwy_target && !k.fp8_bf16 && !k.int8_int16 && !k.int4_int8) {
+      f32 = &k;
+    }
   }
   ASSERT_NE(f32, nullptr);
   struct RestoreKernels {
@@ -225,23 +228,38 @@ TEST(ArchitectureE2eTest, Bf16AttentionStepsMoveLogitsLittleNextToFp8Itself) {
       "small:weight_type=f32,n_layers=4,n_ff=1024,n_vocab=2000", "arch_e2e"));
   const auto ids = ArchPrompt(200, 5);
   const std::vector<float> exact = TeacherForced(*m.model, KvDtype::kF32, ids, pool);
-  for (KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+  for (KvDtype dtype : dtypes) {
     ASSERT_TRUE(ForceAttentionKernels(f32->target_name).ok());
     const std::vector<float> by_f32 = TeacherForced(*m.model, dtype, ids, pool);
-    ASSERT_TRUE(ForceAttentionKernels(bf16->target_name).ok());
-    const std::vector<float> by_bf16 = TeacherForced(*m.model, dtype, ids, pool);
-    float codec = 0, steps = 0;
+    ASSERT_TRUE(ForceAttentionKernels(narrow->target_name).ok());
+    const std::vector<float> by_steps = TeacherForced(*m.model, dtype, ids, pool);
+    float codec = 0, moved = 0;
     for (size_t i = 0; i < exact.size(); ++i) {
       codec = std::max(codec, std::fabs(by_f32[i] - exact[i]));
-      steps = std::max(steps, std::fabs(by_bf16[i] - by_f32[i]));
+      moved = std::max(moved, std::fabs(by_steps[i] - by_f32[i]));
     }
     std::printf(
-        "  KV %-8s max |logit - f32 KV logit| %.4f with f32 attention steps (%s); the bf16 "
-        "steps (%s) move them by at most %.4f\n",
-        std::string(KvDtypeName(dtype)).c_str(), codec, f32->target_name, bf16->target_name, steps);
+        "  KV %-8s max |logit - f32 KV logit| %.4f with f32 attention steps (%s); the steps of "
+        "%s move them by at most %.4f\n",
+        std::string(KvDtypeName(dtype)).c_str(), codec, f32->target_name, narrow->target_name,
+        moved);
     EXPECT_GT(codec, 0.0f);
-    EXPECT_LE(steps, 0.25f * codec) << KvDtypeName(dtype);
+    EXPECT_LE(moved, 0.25f * codec) << KvDtypeName(dtype);
   }
+}
+
+// fp8 KV through the bf16 dot products (attention_bf16.h, the default attention kernel where the
+// CPU has AVX512_BF16).
+TEST(ArchitectureE2eTest, Bf16AttentionStepsMoveLogitsLittleNextToFp8Itself) {
+  const KvDtype dtypes[] = {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2};
+  ExpectStepsMoveLogitsLittle(&AttentionKernels::fp8_bf16, dtypes);
+}
+
+// int4 K's scores through int8 dot products (attention_int4.h, the default attention kernel where
+// the CPU has AVX-512 VNNI).
+TEST(ArchitectureE2eTest, Int8ScoresMoveLogitsLittleNextToInt4Itself) {
+  const KvDtype dtypes[] = {KvDtype::kInt4};
+  ExpectStepsMoveLogitsLittle(&AttentionKernels::int4_int8, dtypes);
 }
 
 TEST(ArchitectureE2eTest, MixedBatchEqualsOneAtATime) {
