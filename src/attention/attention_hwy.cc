@@ -609,31 +609,33 @@ const LowPrecisionSteps* Bf16StepsOfTarget(KvDtype dtype) {
 #endif
 }
 
-// The int8 score steps for int4 K this target's kernel takes: AVX-512 VNNI's on the AVX3 target
-// where the CPU has it; nullptr if none.
-const LowPrecisionSteps* Int4StepsOfTarget() {
+// The int4 steps this target's kernel takes (with the value step: `values`): AVX-512 VNNI's on
+// the AVX3 target where the CPU has it; nullptr if none.
+const LowPrecisionSteps* Int4StepsOfTarget(bool values) {
 #if HWY_TARGET == HWY_AVX3
-  return Int4StepsAvx512Vnni();
+  return Int4StepsAvx512Vnni(values);
 #else
+  (void)values;
   return nullptr;
 #endif
 }
 
-// The int16 steps for int8 KV, the bf16 steps for fp8 and the int8 score steps for int4 K where
-// they apply (and this target has them), else the float steps.
+// The int16 steps for int8 KV, the bf16 steps for fp8 and the int4 steps for int4 K (and V)
+// where they apply (and this target has them), else the float steps.
 void PartialLowPrecision(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
                          float* state) {
   static const LowPrecisionSteps* const int16 = Int16StepsOfTarget();
   static const LowPrecisionSteps* const e4m3 = Bf16StepsOfTarget(KvDtype::kFp8E4M3);
   static const LowPrecisionSteps* const e5m2 = Bf16StepsOfTarget(KvDtype::kFp8E5M2);
-  static const LowPrecisionSteps* const int4 = Int4StepsOfTarget();
+  static const LowPrecisionSteps* const int4_k = Int4StepsOfTarget(false);
+  static const LowPrecisionSteps* const int4_kv = Int4StepsOfTarget(true);
   const LowPrecisionSteps* steps = nullptr;
   if (Int8Int16Applies(kv)) {
     steps = int16;
   } else if (Fp8Bf16Applies(kv)) {
     steps = kv.k_dtype == KvDtype::kFp8E4M3 ? e4m3 : e5m2;
   } else if (Int4Int8Applies(kv)) {
-    steps = int4;
+    steps = Int4Int8ValuesApply(kv) ? int4_kv : int4_k;
   }
   PartialImpl(kv, item, prefetch, steps, state);
 }
@@ -653,7 +655,7 @@ AttentionKernels GetInt16AttentionKernels() {
   if (const LowPrecisionSteps* steps = Int16StepsOfTarget()) {
     const bool vnni = steps == Int8StepsAvx512Vnni();
     const bool bf16 = Bf16StepsOfTarget(KvDtype::kFp8E4M3) != nullptr;
-    const bool int4 = Int4StepsOfTarget() != nullptr;
+    const bool int4 = Int4StepsOfTarget(false) != nullptr;
     const char* name = HWY_TARGET == HWY_AVX2 ? "AVX2_I16"
                        : vnni                 ? (bf16 ? "AVX3_VNNI_BF16" : "AVX3_VNNI")
                                               : (bf16 ? "AVX3_I16_BF16" : "AVX3_I16");
@@ -732,7 +734,9 @@ const AttentionKernels& DefaultAttentionKernels() {
 
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv) {
   if (kernels.int8_int16 && Int8Int16Applies(kv)) return "int16";
-  if (kernels.int4_int8 && Int4Int8Applies(kv)) return "int8 scores";
+  if (kernels.int4_int8 && Int4Int8Applies(kv)) {
+    return Int4Int8ValuesApply(kv) ? "int8 scores, int16 values" : "int8 scores";
+  }
   return kernels.fp8_bf16 && Fp8Bf16Applies(kv) ? "bf16" : "f32";
 }
 

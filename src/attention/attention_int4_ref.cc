@@ -17,6 +17,7 @@ namespace {
 namespace int4_ref {
 
 constexpr float kInt8Max = 127.0f;
+constexpr float kInt16Max = 32767.0f;
 
 int Code(const uint8_t* row, size_t i) { return (row[i / 2] >> (4 * (i % 2))) & 15; }
 
@@ -41,6 +42,40 @@ void Scores(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const int16_t
         f[g % 2] = std::fma(p.min, Int4Int8QuerySum(qh, d, g), f[g % 2]);
       }
       scores[h * kAttentionChunk + t] = (f[0] + f[1]) * q_scale[h];
+    }
+  }
+}
+
+void Accumulate(const KvRowRefs* rows, int n, uint64_t /*run_starts*/, const float* p,
+                const float* alpha, int heads, size_t d, float* acc, size_t acc_stride,
+                float* /*l*/) {  // l: the int16 weights' rounding is not folded into it.
+  const size_t groups = d / 32;
+  std::vector<int32_t> w16(static_cast<size_t>(n));
+  for (int h = 0; h < heads; ++h) {
+    const float* ph = p + h * kAttentionChunk;
+    float* dst = acc + size_t(h) * acc_stride;
+    for (size_t g = 0; g < groups; ++g) {
+      float wmax = 0.0f;
+      double mins = 0.0;
+      for (int t = 0; t < n; ++t) {
+        const quant_internal::Int4Params pr =
+            quant_internal::LoadInt4Params(rows[t].v_scale, int(g));
+        wmax = std::fmax(wmax, ph[t] * pr.scale);
+        mins += double(ph[t]) * pr.min;
+      }
+      const float inv = wmax > 0.0f ? kInt16Max / wmax : 0.0f;
+      for (int t = 0; t < n; ++t) {
+        const float s = quant_internal::LoadInt4Params(rows[t].v_scale, int(g)).scale;
+        w16[size_t(t)] = int32_t(std::nearbyint(ph[t] * s * inv));
+      }
+      const double scale = double(wmax / kInt16Max);
+      for (size_t i = 0; i < d; ++i) {
+        const size_t e = Int4Int8Element(i);
+        if (e / 32 != g) continue;
+        int32_t sum = 0;
+        for (int t = 0; t < n; ++t) sum += w16[size_t(t)] * Code(rows[t].v_data, e);
+        dst[i] = float(double(dst[i]) * alpha[h] + (double(sum) * scale + mins));
+      }
     }
   }
 }
@@ -76,10 +111,18 @@ bool Int4Int8Applies(const KvLayerView& kv) {
          Int4GroupSize(kv.head_dim_k) == 32 && kv.k_scale_bytes == size_t(kv.head_dim_k) / 8;
 }
 
-const LowPrecisionSteps& Int4StepsScalar() {
-  static const LowPrecisionSteps steps{"scalar", &Int4Int8QuantizeQuery, &int4_ref::Scores, nullptr,
-                                       nullptr};
-  return steps;
+bool Int4Int8ValuesApply(const KvLayerView& kv) {
+  const int dv = kv.head_dim_v;
+  return Int4Int8Applies(kv) && kv.v_dtype == KvDtype::kInt4 &&
+         (dv == 64 || dv == 128 || dv == 256) && kv.v_scale_bytes == size_t(dv) / 8;
+}
+
+const LowPrecisionSteps& Int4StepsScalar(bool values) {
+  static const LowPrecisionSteps k{"scalar", &Int4Int8QuantizeQuery, &int4_ref::Scores, nullptr,
+                                   nullptr};
+  static const LowPrecisionSteps kv{"scalar", &Int4Int8QuantizeQuery, &int4_ref::Scores,
+                                    &int4_ref::Accumulate, &Int4Int8Element};
+  return values ? kv : k;
 }
 
 }  // namespace kvengine

@@ -269,13 +269,14 @@ struct AttentionKernels {
   // kernels: q and the softmax weights rounded to bf16).
   bool fp8_bf16 = false;
   // Whether int4 K's scores go through the int8 dot products of attention_int4.h where they apply
-  // (the "_VNNI" kernels: q rounded to int8); V keeps the float value step.
+  // (the "_VNNI" kernels: q rounded to int8), and int4 V through its int16 ones where they apply.
   bool int4_int8 = false;
 };
 
 // The arithmetic `kernels` uses on `kv`: "int16" (int8 K and V through int16 dot products), "bf16"
 // (fp8 K and V through bf16 dot products), "int8 scores" (int4 K's scores through int8 dot
-// products, V in f32) or "f32" (rows decoded to f32, f32 multiply-adds). For benchmark reports.
+// products, V in f32), "int8 scores, int16 values" (and int4 V through int16 dot products) or
+// "f32" (rows decoded to f32, f32 multiply-adds). For benchmark reports.
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv);
 
 // The kernels PagedAttentionBatch (and so the model runtime) uses: the best target this CPU runs,
