@@ -735,7 +735,7 @@ const AttentionKernels& DefaultAttentionKernels() {
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv) {
   if (kernels.int8_int16 && Int8Int16Applies(kv)) return "int16";
   if (kernels.int4_int8 && Int4Int8Applies(kv)) {
-    return Int4Int8ValuesApply(kv) ? "int8 scores, int16 values" : "int8 scores";
+    return Int4Int8ValuesApply(kv) ? "int8+int16" : "int8+f32";
   }
   return kernels.fp8_bf16 && Fp8Bf16Applies(kv) ? "bf16" : "f32";
 }

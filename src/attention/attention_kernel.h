@@ -274,9 +274,9 @@ struct AttentionKernels {
 };
 
 // The arithmetic `kernels` uses on `kv`: "int16" (int8 K and V through int16 dot products), "bf16"
-// (fp8 K and V through bf16 dot products), "int8 scores" (int4 K's scores through int8 dot
-// products, V in f32), "int8 scores, int16 values" (and int4 V through int16 dot products) or
-// "f32" (rows decoded to f32, f32 multiply-adds). For benchmark reports.
+// (fp8 K and V through bf16 dot products), "int8+f32" (int4 K's scores through int8 dot
+// products, V through f32 multiply-adds), "int8+int16" (and int4 V through int16 dot products)
+// or "f32" (rows decoded to f32, f32 multiply-adds). For benchmark reports.
 const char* AttentionArithmetic(const AttentionKernels& kernels, const KvLayerView& kv);
 
 // The kernels PagedAttentionBatch (and so the model runtime) uses: the best target this CPU runs,

@@ -215,6 +215,11 @@ TEST(AttentionKernelTest, ReportsItsArithmetic) {
   const KvLayerView fp8_64 = attention_test::LayoutOf(s);
   s.head_dim_k = s.head_dim_v = 40;
   const KvLayerView fp8_40 = attention_test::LayoutOf(s);
+  s.k_dtype = s.v_dtype = KvDtype::kInt4;
+  s.head_dim_k = s.head_dim_v = 64;
+  const KvLayerView int4_64 = attention_test::LayoutOf(s);
+  s.v_dtype = KvDtype::kF16;
+  const KvLayerView int4_f16 = attention_test::LayoutOf(s);
   for (const AttentionKernels& k : AvailableAttentionKernels()) {
     SCOPED_TRACE(k.target_name);
     EXPECT_STREQ(AttentionArithmetic(k, int8_64), k.int8_int16 ? "int16" : "f32");
@@ -222,12 +227,15 @@ TEST(AttentionKernelTest, ReportsItsArithmetic) {
     EXPECT_STREQ(AttentionArithmetic(k, f16_64), "f32");
     EXPECT_STREQ(AttentionArithmetic(k, fp8_64), k.fp8_bf16 ? "bf16" : "f32");
     EXPECT_STREQ(AttentionArithmetic(k, fp8_40), "f32");
+    EXPECT_STREQ(AttentionArithmetic(k, int4_64), k.int4_int8 ? "int8+int16" : "f32");
+    EXPECT_STREQ(AttentionArithmetic(k, int4_f16), k.int4_int8 ? "int8+f32" : "f32");
   }
   EXPECT_STREQ(AttentionArithmetic(ReferenceAttentionKernels(), int8_64), "f32");
   if (Int8StepsAvx2() != nullptr) {
     EXPECT_TRUE(DefaultAttentionKernels().int8_int16);
   }
   EXPECT_EQ(DefaultAttentionKernels().fp8_bf16, Fp8StepsAvx512Bf16(KvDtype::kFp8E4M3) != nullptr);
+  EXPECT_EQ(DefaultAttentionKernels().int4_int8, Int4StepsAvx512Vnni(false) != nullptr);
 }
 
 TEST(AttentionKernelTest, EveryDtypeAndShapeOnEveryTarget) {

@@ -108,7 +108,8 @@ struct AttentionBenchRow {
   double read_bw_gb_per_s = 0;  // Measured with `threads` threads right after this row.
   // KV GB/s if the call's f32 multiply-adds (n_heads x context x (head_dim_k + head_dim_v)) all
   // ran at the peak measured with `threads` threads: the compute ceiling of a kernel that turns
-  // every element into f32 (the int8 VNNI path does two products per lane and may exceed it).
+  // every element into f32 (the int8 and int4 VNNI paths do two or four products per lane and
+  // may exceed it).
   double fma_ceiling_gb_per_s = 0;
   // f16 KV only (else 0): the same ceiling at the rate of multiply-adds fed by f16 conversions
   // (MeasureF16FmaPeakGmacs, one conversion per 4), the arithmetic an f16 row cannot avoid.

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <string_view>
@@ -88,8 +89,8 @@ void AppendFmaCeiling(const AttentionBenchResult& r, std::string* s) {
   for (const AttentionBenchRow& row : r.rows) first.try_emplace({row.kv_dtype, row.threads}, &row);
   *s += fmt::format(
       "\ncompute ceiling: KV GB/s if each KV element's {} multiply-adds (one per query head of "
-      "its KV head) ran at the f32 peak\n(int8 on VNNI and fp8 on AVX512_BF16 do two per lane and "
-      "may exceed it):\n",
+      "its KV head) ran at the f32 peak\n(int8 and int4 on VNNI and fp8 on AVX512_BF16 do two or "
+      "four per lane and may exceed it):\n",
       r.options.n_heads / r.options.num_kv_heads);
   *s += fmt::format("{:<9}", "kv_dtype");
   for (int t : r.options.threads) *s += fmt::format(" {:>21}", ThreadsWord(t));
@@ -183,21 +184,22 @@ void AppendOverF16(const AttentionBenchResult& r, const AttentionBenchSetting& s
   }
 }
 
-// "kernel AVX3_VNNI_BF16: int16 dot products for int8; bf16 dot products for fp8_e4m3; f32
-// multiply-adds for f16, bf16", from the rows (each dtype's first).
+// "kernel AVX3_VNNI_BF16: int16 dot products for int8; bf16 dot products for fp8_e4m3;
+// int8+int16 dot products for int4; f32 multiply-adds for f16, bf16", from the rows (each
+// dtype's first).
 std::string KernelLine(const AttentionBenchResult& r) {
   std::string kernel;
-  // Each arithmetic (AttentionArithmetic) with its dtypes, in the order of the line.
-  std::vector<std::pair<std::string, std::string>> lists = {
-      {"int16", ""}, {"bf16", ""}, {"f32", ""}};
+  // Each arithmetic (AttentionArithmetic) with its dtypes: the narrower ones in the order they
+  // first appear, f32 last.
+  std::vector<std::pair<std::string, std::string>> lists = {{"f32", ""}};
   for (KvDtype dtype : r.options.kv_dtypes) {
     for (const AttentionBenchRow& row : r.rows) {
       if (row.kv_dtype != dtype) continue;
       kernel = row.kernel;
-      for (auto& [arithmetic, list] : lists) {
-        if (row.arithmetic != arithmetic) continue;
-        list += (list.empty() ? "" : ", ") + std::string(KvDtypeName(dtype));
-      }
+      auto it = std::find_if(lists.begin(), lists.end(),
+                             [&](const auto& l) { return l.first == row.arithmetic; });
+      if (it == lists.end()) it = lists.insert(lists.end() - 1, {row.arithmetic, ""});
+      it->second += (it->second.empty() ? "" : ", ") + std::string(KvDtypeName(dtype));
       break;
     }
   }
