@@ -25,7 +25,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/cpu_features.h"
+#include "attention/attention_int16.h"
 
 #define KV_INT4_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 
@@ -42,23 +42,13 @@ constexpr float kInt8Max = 127.0f;
 
 // acc += 4-element dot products of unsigned a and signed b bytes (vpdpbusd). As DpWssd in
 // attention_vnni.cc: the asm form keeps GCC 12 from copying each accumulator around every
-// instruction.
+// instruction (here; the value pass below is the other way round).
 KV_INT4_TARGET __attribute__((always_inline)) inline void DpBusd(__m512i& acc, __m512i a,
                                                                  __m512i b) {
 #if defined(__GNUC__) && !defined(__clang__)
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
 #else
   acc = _mm512_dpbusd_epi32(acc, a, b);
-#endif
-}
-
-// acc += pairwise products of int16 a and b (vpdpwssd), as DpBusd.
-KV_INT4_TARGET __attribute__((always_inline)) inline void DpWssd(__m512i& acc, __m512i a,
-                                                                 __m512i b) {
-#if defined(__GNUC__) && !defined(__clang__)
-  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-#else
-  acc = _mm512_dpwssd_epi32(acc, a, b);
 #endif
 }
 
@@ -384,13 +374,6 @@ void Accumulate(const KvRowRefs* rows, int n, uint64_t run_starts, const float* 
   });
 }
 
-bool CpuRunsInt4Steps() {
-  __builtin_cpu_init();
-  return CpuHasAvx512VnniBit() && CpuHasF16cBit() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("fma");
-}
-
 }  // namespace int4_vnni
 }  // namespace
 
@@ -399,8 +382,8 @@ const LowPrecisionSteps* Int4StepsAvx512Vnni(bool values) {
                                    nullptr};
   static const LowPrecisionSteps kv{"vnni", &int4_vnni::QuantizeQuery, &int4_vnni::Scores,
                                     &int4_vnni::Accumulate, &Int4Int8Element};
-  static const bool runs = int4_vnni::CpuRunsInt4Steps();
-  if (!runs) return nullptr;
+  // The same instructions as the int8 steps' (AVX512F/BW/VL, VNNI, F16C, FMA).
+  if (Int8StepsAvx512Vnni() == nullptr) return nullptr;
   return values ? &kv : &k;
 }
 

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -286,85 +287,81 @@ TEST(AttentionKernelTest, WindowsSinksAndLayouts) {
             << ", fp8 bf16 steps: " << bf16_worst << ", int4 int8 scores: " << int4_worst << ")\n";
 }
 
-// What the bf16 steps cost next to fp8 itself: against attention over the unquantized KV (f32
-// rows of the same values; FillKv draws them whatever the dtype), the f32 reference on fp8 KV
-// errs by the codec's rounding (2^-4 or 2^-3 per element) and the bf16 steps add their own (2^-9
-// per q element and weight). Each fp8 format's shapes: the test data's outlier K rows (x8) give
-// large logits, where rounding q matters most.
-TEST(AttentionKernelTest, Bf16StepsCostLittleNextToFp8Itself) {
-  std::vector<AttentionKernels> bf16;
-  for (const AttentionKernels& k : AvailableAttentionKernels()) {
-    if (k.fp8_bf16) bf16.push_back(k);
-  }
-  if (bf16.empty()) GTEST_SKIP() << "no kernel with bf16 steps on this CPU";
-  for (KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
-    float codec_err = 0, steps_err = 0;
-    for (const Config& c : {Config{dtype, 8, 2, 128, 16, 97}, Config{dtype, 32, 4, 64, 16, 131},
-                            Config{dtype, 12, 1, 128, 16, 300}}) {
-      SCOPED_TRACE(Describe(c));
-      const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 11);
-      Config exact = c;
-      exact.dtype = KvDtype::kF32;
-      const OwnedKv truth = MakeKv(ShapeOf(exact), c.tokens, 11);
-      std::mt19937 rng(5);
-      std::normal_distribution<float> nd(0.0f, 1.0f);
-      std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
-      for (float& x : q) x = nd(rng);
-      const std::vector<float> want =
-          RunBatch(ReferenceAttentionKernels(), truth, exact, q, nullptr);
-      const std::vector<float> ref = RunBatch(ReferenceAttentionKernels(), kv, c, q, nullptr);
-      const std::vector<float> got = RunBatch(bf16[0], kv, c, q, nullptr);
-      for (size_t j = 0; j < want.size(); ++j) {
-        codec_err = std::max(codec_err, std::fabs(ref[j] - want[j]) / MaxAbs(truth.v));
-        steps_err = std::max(steps_err, std::fabs(got[j] - ref[j]) / MaxAbs(truth.v));
-      }
+// Worst |error| / max|v| over `configs` (normal(0, 1) queries), against attention over the
+// unquantized KV (f32 rows of the same values; FillKv draws them whatever the dtype): the codec's,
+// the f32 reference on the configs' KV; and the steps', `kernels` against that reference.
+struct CodecAndStepsErrors {
+  float codec = 0, steps = 0;
+};
+CodecAndStepsErrors ErrorsNextToUnquantized(const AttentionKernels& kernels,
+                                            std::span<const Config> configs) {
+  CodecAndStepsErrors e;
+  for (const Config& c : configs) {
+    SCOPED_TRACE(Describe(c));
+    const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 11);
+    Config exact = c;
+    exact.dtype = KvDtype::kF32;
+    exact.v_dtype = std::nullopt;
+    const OwnedKv truth = MakeKv(ShapeOf(exact), c.tokens, 11);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
+    for (float& x : q) x = nd(rng);
+    const std::vector<float> want = RunBatch(ReferenceAttentionKernels(), truth, exact, q, nullptr);
+    const std::vector<float> ref = RunBatch(ReferenceAttentionKernels(), kv, c, q, nullptr);
+    const std::vector<float> got = RunBatch(kernels, kv, c, q, nullptr);
+    for (size_t j = 0; j < want.size(); ++j) {
+      e.codec = std::max(e.codec, std::fabs(ref[j] - want[j]) / MaxAbs(truth.v));
+      e.steps = std::max(e.steps, std::fabs(got[j] - ref[j]) / MaxAbs(truth.v));
     }
-    std::cout << KvDtypeName(dtype) << ": worst |error| / max|v| of f32 steps on fp8 KV "
-              << codec_err << ", bf16 steps' own " << steps_err << "\n";
-    EXPECT_LE(steps_err, 0.25f * codec_err) << KvDtypeName(dtype);
+  }
+  return e;
+}
+
+// The first kernel with `steps` (its flag in AttentionKernels), or nullptr.
+const AttentionKernels* FirstWith(const std::vector<AttentionKernels>& all,
+                                  bool AttentionKernels::*steps) {
+  for (const AttentionKernels& k : all) {
+    if (k.*steps) return &k;
+  }
+  return nullptr;
+}
+
+// What the bf16 steps cost next to fp8 itself: the f32 reference on fp8 KV errs by the codec's
+// rounding (2^-4 or 2^-3 per element) and the bf16 steps add their own (2^-9 per q element and
+// weight). Each fp8 format's shapes: the test data's outlier K rows (x8) give large logits, where
+// rounding q matters most.
+TEST(AttentionKernelTest, Bf16StepsCostLittleNextToFp8Itself) {
+  const std::vector<AttentionKernels> all = AvailableAttentionKernels();
+  const AttentionKernels* bf16 = FirstWith(all, &AttentionKernels::fp8_bf16);
+  if (bf16 == nullptr) GTEST_SKIP() << "no kernel with bf16 steps on this CPU";
+  for (KvDtype dtype : {KvDtype::kFp8E4M3, KvDtype::kFp8E5M2}) {
+    const Config configs[] = {
+        {dtype, 8, 2, 128, 16, 97}, {dtype, 32, 4, 64, 16, 131}, {dtype, 12, 1, 128, 16, 300}};
+    const CodecAndStepsErrors e = ErrorsNextToUnquantized(*bf16, configs);
+    std::cout << KvDtypeName(dtype) << ": worst |error| / max|v| of f32 steps on fp8 KV " << e.codec
+              << ", bf16 steps' own " << e.steps << "\n";
+    EXPECT_LE(e.steps, 0.25f * e.codec) << KvDtypeName(dtype);
   }
 }
 
-// What the int8 score steps cost next to int4 itself: against attention over the unquantized KV
-// (f32 rows of the same values), the f32 reference on int4 KV errs by the codec's rounding (half
-// a step of a group's range / 15 per element) and the int8 scores add q's (half a step of
-// amax(q) / 127). int4 K with f16 V and int4 V; the test data's outlier K rows (x8) give large
-// logits, where rounding q matters most.
+// What the int4 integer steps cost next to int4 itself: the f32 reference on int4 KV errs by the
+// codec's rounding (half a step of a group's range / 15 per element) and the steps add q's (half
+// a step of amax(q) / 127) and the V weights' (int16). int4 K with f16 V and int4 V.
 TEST(AttentionKernelTest, Int8StepsCostLittleNextToInt4Itself) {
-  std::vector<AttentionKernels> int4;
-  for (const AttentionKernels& k : AvailableAttentionKernels()) {
-    if (k.int4_int8) int4.push_back(k);
-  }
-  if (int4.empty()) GTEST_SKIP() << "no kernel with int8 score steps on this CPU";
+  const std::vector<AttentionKernels> all = AvailableAttentionKernels();
+  const AttentionKernels* int4 = FirstWith(all, &AttentionKernels::int4_int8);
+  if (int4 == nullptr) GTEST_SKIP() << "no kernel with int8 score steps on this CPU";
   for (KvDtype v_dtype : {KvDtype::kF16, KvDtype::kInt4}) {
-    float codec_err = 0, steps_err = 0;
-    for (Config c :
-         {Config{KvDtype::kInt4, 8, 2, 128, 16, 97}, Config{KvDtype::kInt4, 32, 4, 64, 16, 131},
-          Config{KvDtype::kInt4, 12, 1, 128, 16, 300}}) {
-      c.v_dtype = v_dtype;
-      SCOPED_TRACE(Describe(c));
-      const OwnedKv kv = MakeKv(ShapeOf(c), c.tokens, 11);
-      Config exact = c;
-      exact.dtype = KvDtype::kF32;
-      exact.v_dtype = std::nullopt;
-      const OwnedKv truth = MakeKv(ShapeOf(exact), c.tokens, 11);
-      std::mt19937 rng(5);
-      std::normal_distribution<float> nd(0.0f, 1.0f);
-      std::vector<float> q(PositionsOf(c).size() * size_t(c.n_heads) * size_t(c.head_dim));
-      for (float& x : q) x = nd(rng);
-      const std::vector<float> want =
-          RunBatch(ReferenceAttentionKernels(), truth, exact, q, nullptr);
-      const std::vector<float> ref = RunBatch(ReferenceAttentionKernels(), kv, c, q, nullptr);
-      const std::vector<float> got = RunBatch(int4[0], kv, c, q, nullptr);
-      for (size_t j = 0; j < want.size(); ++j) {
-        codec_err = std::max(codec_err, std::fabs(ref[j] - want[j]) / MaxAbs(truth.v));
-        steps_err = std::max(steps_err, std::fabs(got[j] - ref[j]) / MaxAbs(truth.v));
-      }
-    }
+    Config configs[] = {{KvDtype::kInt4, 8, 2, 128, 16, 97},
+                        {KvDtype::kInt4, 32, 4, 64, 16, 131},
+                        {KvDtype::kInt4, 12, 1, 128, 16, 300}};
+    for (Config& c : configs) c.v_dtype = v_dtype;
+    const CodecAndStepsErrors e = ErrorsNextToUnquantized(*int4, configs);
     std::cout << "int4 K, " << KvDtypeName(v_dtype)
-              << " V: worst |error| / max|v| of f32 steps on int4 KV " << codec_err
-              << ", int8 scores' own " << steps_err << "\n";
-    EXPECT_LE(steps_err, 0.25f * codec_err) << KvDtypeName(v_dtype);
+              << " V: worst |error| / max|v| of f32 steps on int4 KV " << e.codec
+              << ", integer steps' own " << e.steps << "\n";
+    EXPECT_LE(e.steps, 0.25f * e.codec) << KvDtypeName(v_dtype);
   }
 }
 
