@@ -484,6 +484,11 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
 
   // Rows of units u .. u + ahead in a ring of ahead + 1 buffers: unit u is computed while the
   // rows of unit u + ahead are prefetched (the ones in between were requested earlier).
+  // With the units ahead requested into L2, the float value step would read this unit's V rows
+  // from there; they are requested into L1 before its scores, which the V rows' arithmetic does
+  // not overlap as well as the scores' (f16 at 32k paged: 6-7% faster, 1 and 2 threads; the
+  // integer and bf16 value steps were not faster so: docs/bench-attention.md).
+  const bool v_into_l1 = prefetch == KvPrefetchLevel::kL2 && !steps_values;
   const size_t unit_bytes = size_t(kChunk) * (kv.k_row_bytes + kv.v_row_bytes);
   const int ahead = int(std::clamp<size_t>(kPrefetchBytes / unit_bytes, 1, kMaxPrefetchChunks));
   const int ring = ahead + 1;
@@ -541,6 +546,9 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       }
     }
     for (int t = n; t % kPosTile != 0; ++t) rows[t] = rows[n - 1];  // Whole score micro-tiles.
+    if (v_into_l1) {
+      for (int t = 0; t < n; ++t) PrefetchBytes<3>(rows[t].v_data, kv.v_row_bytes);
+    }
     float* st = state + size_t(u % kv_heads) * state_stride;
     float* m = st;
     float* l = st + group;
