@@ -482,13 +482,14 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
                             [h]<class Row>() { return AccumulateFor<Row>(h); });
   }
 
+  // With the units ahead requested into L2, the float value step would read a unit's V rows
+  // from there, which its accumulation chains overlap less well than the score step does; so
+  // they are requested into L1 before the unit's scores. Measured: f16 at 32k paged 4-7% faster
+  // from memory, 5-7% slower with the KV in L3; the integer and bf16 value steps were 2-3%
+  // slower with it, so they go without (docs/bench-attention.md).
+  const bool v_into_l1 = prefetch == KvPrefetchLevel::kL2 && !steps_values;
   // Rows of units u .. u + ahead in a ring of ahead + 1 buffers: unit u is computed while the
   // rows of unit u + ahead are prefetched (the ones in between were requested earlier).
-  // With the units ahead requested into L2, the float value step would read this unit's V rows
-  // from there; they are requested into L1 before its scores, which the V rows' arithmetic does
-  // not overlap as well as the scores' (f16 at 32k paged: 6-7% faster, 1 and 2 threads; the
-  // integer and bf16 value steps were not faster so: docs/bench-attention.md).
-  const bool v_into_l1 = prefetch == KvPrefetchLevel::kL2 && !steps_values;
   const size_t unit_bytes = size_t(kChunk) * (kv.k_row_bytes + kv.v_row_bytes);
   const int ahead = int(std::clamp<size_t>(kPrefetchBytes / unit_bytes, 1, kMaxPrefetchChunks));
   const int ring = ahead + 1;
