@@ -177,6 +177,8 @@ class ItemRowWalker {
 // 8.1 ms per call against 9.8 ms into L2); on Zen 4 (32 KiB L1d) L2 is 1.4x faster (f16 14.5 ->
 // 10.2 ms, int8 8.2 -> 5.9 ms): there the chunk being computed and the one prefetched do not fit
 // in L1 together, and each evicts the other (docs/bench-attention.md, "Where to prefetch").
+// With kL2 the float kernels also request the current chunk's V rows into L1 before its scores
+// (PartialImpl, attention_hwy.cc; "The current chunk's V rows into L1").
 enum class KvPrefetchLevel : uint8_t { kL1, kL2 };
 const char* KvPrefetchLevelName(KvPrefetchLevel level);  // "l1" or "l2"
 // kL1 where the L1 data cache holds at least kL1PrefetchMinBytes (or its size is unknown), else
