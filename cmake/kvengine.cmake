@@ -10,14 +10,65 @@ function(kvengine_highway_sources_apart)
   endforeach()
 endfunction()
 
-# kvengine_library(NAME SOURCES... DEPS ...): one static library per src/ folder.
-function(kvengine_library name)
+# kvengine_static_library(NAME LIST SOURCES... DEPS ...): a static library recorded in the global
+# property LIST (KVENGINE_ENGINE_LIBRARIES or KVENGINE_APP_LIBRARIES).
+function(kvengine_static_library name list)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   kvengine_highway_sources_apart(${ARG_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(${name} PRIVATE ${KVENGINE_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  set_property(GLOBAL APPEND PROPERTY ${list} ${name})
+endfunction()
+
+# kvengine_library(NAME SOURCES... DEPS ...): one static library per src/ folder (the engine).
+# Its include path is src/ and include/ only, so an engine file that includes an application
+# header (apps/) fails to compile; kvengine_check_layers() fails the configure if one links an
+# application library.
+function(kvengine_library name)
+  kvengine_static_library(${name} KVENGINE_ENGINE_LIBRARIES ${ARGN})
+endfunction()
+
+# kvengine_app_library(NAME SOURCES... DEPS ...): one static library per apps/ folder (the
+# applications built on the engine: planner, benchmarks, demo, reports); apps/ joins its
+# include path.
+function(kvengine_app_library name)
+  kvengine_static_library(${name} KVENGINE_APP_LIBRARIES ${ARGN})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/apps)
+endfunction()
+
+# kvengine_check_layers(): fails the configure when an engine library (kvengine_library) links an
+# application library (kvengine_app_library), directly or through other targets. Runs at the end
+# of the top-level CMakeLists.txt, so every CI configure checks it.
+function(kvengine_check_layers)
+  get_property(engine GLOBAL PROPERTY KVENGINE_ENGINE_LIBRARIES)
+  get_property(apps GLOBAL PROPERTY KVENGINE_APP_LIBRARIES)
+  foreach(lib IN LISTS engine)
+    set(seen "")
+    set(todo ${lib})
+    while(todo)
+      list(POP_FRONT todo current)
+      if(current IN_LIST seen OR NOT TARGET ${current})
+        continue()
+      endif()
+      list(APPEND seen ${current})
+      if(current IN_LIST apps)
+        message(FATAL_ERROR "Layering: engine library ${lib} links application library ${current} "
+                            "(the engine in src/ must not depend on apps/)")
+      endif()
+      get_target_property(links ${current} LINK_LIBRARIES)
+      get_target_property(ilinks ${current} INTERFACE_LINK_LIBRARIES)
+      foreach(l IN LISTS links ilinks)
+        if(l AND NOT l MATCHES "NOTFOUND$" AND NOT l MATCHES "^\\$<")
+          list(APPEND todo ${l})
+        endif()
+      endforeach()
+    endwhile()
+  endforeach()
+  list(LENGTH engine n_engine)
+  list(LENGTH apps n_apps)
+  message(STATUS "Layering: ${n_engine} engine libraries link no application library (${n_apps})")
 endfunction()
 
 # kvengine_test(NAME SOURCES... DEPS ... [LABELS fast|slow|soak] [OPTIMIZED]): a GoogleTest

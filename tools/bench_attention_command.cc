@@ -1,18 +1,19 @@
 // `kvengine bench attention`: does paged decode attention read KV at memory speed?
 // One decode query against one layer's K/V per context length, KV dtype, thread count and layout
 // (paged in shuffled pool order vs contiguous), with KV GB/s as a fraction of the read bandwidth
-// measured in the same run (src/perf does the work; docs/bench-attention.md explains the figures).
+// measured in the same run (apps/bench/perf does the work; docs/bench-attention.md explains the figures).
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <memory>
 
-#include "attention/attention_kernel.h"
+#include "kernels/attention/attention_kernel.h"
 #include "bench_flags.h"
 #include "cli_flags.h"
 #include "commands.h"
-#include "perf/attention_bench.h"
+#include "bench/perf/attention_bench.h"
 #include "progress.h"
+#include "report/attention_bench_report.h"
 
 namespace kvengine::cli {
 namespace {

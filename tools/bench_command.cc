@@ -15,7 +15,8 @@
 #include "cli_flags.h"
 #include "commands.h"
 #include "progress.h"
-#include "workload/kv_bench.h"
+#include "bench/kv/kv_bench.h"
+#include "report/kv_bench_report.h"
 
 namespace kvengine::cli {
 

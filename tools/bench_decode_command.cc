@@ -1,19 +1,20 @@
 // `kvengine bench decode`: prefill and decode tokens/s of a model (default: the synthetic
 // `llama-1b` preset) at KV depths 0 / 4k / 16k and batches of 1 / 4 / 16 sequences, for each KV
 // dtype, with the bytes one step reads and the read bandwidth measured in the same run
-// (src/perf does the work; docs/bench-decode.md explains the figures).
+// (apps/bench/perf does the work; docs/bench-decode.md explains the figures).
 #include <cstdio>
 #include <memory>
 
 #include "bench_flags.h"
 #include "cli_flags.h"
 #include "commands.h"
-#include "attention/attention_kernel.h"
+#include "kernels/attention/attention_kernel.h"
 #include "kernels/kernel_target.h"
 #include "model/model.h"
 #include "model_files.h"
-#include "perf/decode_bench.h"
+#include "bench/perf/decode_bench.h"
 #include "progress.h"
+#include "report/decode_bench_report.h"
 
 namespace kvengine::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "quant/kv_dtype.h"
 
 namespace kvengine::cli {

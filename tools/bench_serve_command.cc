@@ -2,7 +2,7 @@
 // shared_prefix, multi_turn) against an OpenAI-compatible server — one given with --url, or
 // one started in this process on an ephemeral loopback port with serve's model and engine
 // flags — and reports throughput, TTFT/TPOT/ITL/E2E percentiles with vLLM's definitions, and
-// the server's prefix-cache hit rate and peak KV usage from /metrics (src/loadgen does the
+// the server's prefix-cache hit rate and peak KV usage from /metrics (apps/bench/serve does the
 // work; docs/bench-serve.md describes every figure).
 #include <cerrno>
 #include <chrono>
@@ -16,8 +16,8 @@
 
 #include "cli_flags.h"
 #include "commands.h"
-#include "loadgen/bench_report.h"
-#include "loadgen/bench_serve.h"
+#include "report/serve_report.h"
+#include "bench/serve/bench_serve.h"
 #include "progress.h"
 #include "serve_setup.h"
 #include "server/backend.h"

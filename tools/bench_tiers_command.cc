@@ -1,7 +1,7 @@
 // `kvengine bench tiers`: the time to first token of a repeated long prompt (default 4096
 // tokens on the synthetic `llama-1b` preset) when its KV is recomputed, in the pool, in the RAM
 // tier, on the disk tier or in Redis, with each tier's transfer rate beside the raw bandwidth of
-// its medium measured in the same run (src/perf/tier_bench.h does the work; docs/bench-tiers.md
+// its medium measured in the same run (apps/bench/perf/tier_bench.h does the work; docs/bench-tiers.md
 // explains the figures).
 //
 // The disk tier lives in a fresh directory created for the run (inside --kv-disk-path, else
@@ -28,9 +28,10 @@
 #include "bench_flags.h"
 #include "cli_flags.h"
 #include "model/model.h"
-#include "model_config/kv_groups.h"
+#include "model/kv_groups.h"
 #include "model_files.h"
-#include "perf/tier_bench.h"
+#include "bench/perf/tier_bench.h"
+#include "report/tier_bench_report.h"
 
 namespace kvengine::cli {
 

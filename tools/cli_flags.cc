@@ -7,8 +7,8 @@
 
 #include "base/size_parse.h"
 #include "gguf/gguf_reader.h"
-#include "model_config/gguf_config.h"
-#include "model_config/presets.h"
+#include "model/gguf_config.h"
+#include "model/presets.h"
 #include "synth/synthetic_spec.h"
 
 namespace kvengine::cli {

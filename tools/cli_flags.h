@@ -14,10 +14,10 @@
 #include <optional>
 #include <string>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_reader.h"
-#include "model_config/kv_groups.h"
-#include "model_config/model_config.h"
+#include "model/kv_groups.h"
+#include "model/model_config.h"
 
 namespace kvengine::cli {
 

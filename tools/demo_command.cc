@@ -1,5 +1,5 @@
 // `kvengine demo`: the engine end to end in one command, with no download and no flag. A short
-// mixed workload (src/demo/demo_workload.h) runs in-process through the real scheduler and KV
+// mixed workload (apps/demo/demo_workload.h) runs in-process through the real scheduler and KV
 // manager twice — f16 KV, then int8 KV — and a one-screen report compares tokens/s, TTFT, KV
 // bytes per token, the measured KV peak against contiguous max-length preallocation, the prefix
 // hit rate and int8's KV memory, then says how to run the same on a real model and serve it.
@@ -9,7 +9,7 @@
 #include "base/thread_pool.h"
 #include "cli_flags.h"
 #include "commands.h"
-#include "demo/demo_report.h"
+#include "report/demo_report.h"
 #include "demo/demo_runner.h"
 #include "demo/demo_workload.h"
 #include "kernels/kernel_target.h"

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 #include "progress.h"
 #include "synth/model_cache.h"
 #include "synth/synthetic_model.h"

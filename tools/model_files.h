@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_reader.h"
 
 namespace kvengine::cli {
@@ -19,7 +19,7 @@ struct ModelFile {
 // `model` is a GGUF path or a synthetic preset name (tiny, small, llama-1b, ...), optionally with
 // overrides "preset:key=value,key=value". Generating shows a progress bar on a terminal. The file
 // is read into huge-page memory unless `mode` says map (see GgufFile::LoadMode), its wide float
-// matrices stored in column blocks there (KernelLoadOptions, kernels/weight_view.h).
+// matrices stored in column blocks there (KernelLoadOptions, quant/weight_view.h).
 Result<ModelFile> OpenModelFile(const std::string& model,
                                 GgufFile::LoadMode mode = GgufFile::LoadMode::kRead);
 

@@ -5,6 +5,7 @@
 #include "cli_flags.h"
 #include "commands.h"
 #include "planner/kv_plan.h"
+#include "report/kv_plan_report.h"
 
 namespace kvengine::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "cli_flags.h"
 #include "gguf/gguf_reader.h"
 #include "model/model.h"

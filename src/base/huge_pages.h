@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine {
 

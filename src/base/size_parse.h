@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine {
 

@@ -1,4 +1,4 @@
-#include "base/status.h"
+#include "kvengine/status.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine::gguf_internal {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/byte_reader.h"
 #include "gguf/gguf_reader.h"
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine {
 

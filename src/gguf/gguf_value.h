@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_types.h"
 
 namespace kvengine {

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_types.h"
 #include "gguf/gguf_value.h"
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "kernels/quant_dot.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 
 namespace kvengine::kernels_ref {
 

@@ -19,10 +19,10 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "kernels/quant_dot.h"
 #include "kernels/quant_tile.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 
 namespace kvengine {
 

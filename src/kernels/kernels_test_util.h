@@ -15,8 +15,8 @@
 
 #include "gguf/gguf_layout.h"
 #include "kernels/kernel_target.h"
-#include "kernels/weight_blocks.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_blocks.h"
+#include "quant/weight_view.h"
 #include "quant/half.h"
 
 namespace kvengine::kernels_test {

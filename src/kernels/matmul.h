@@ -15,7 +15,7 @@
 #include <span>
 
 #include "base/thread_pool.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 
 namespace kvengine {
 

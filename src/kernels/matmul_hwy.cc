@@ -41,12 +41,12 @@
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#include "kernels/dequant_simd-inl.h"
+#include "quant/dequant_simd-inl.h"
 #include "kernels/kernel_ref.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/quant_dot.h"
 #include "kernels/quant_dot_x86.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 #include "quant/codec_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "kernels/dequant_ref.h"
+#include "quant/dequant_ref.h"
 #include "kernels/kernel_ref.h"
 #include "kernels/quant_dot.h"
 #include "quant/codec_params.h"

@@ -49,7 +49,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 
 namespace kvengine {
 

@@ -8,7 +8,7 @@
 #include "base/check.h"
 #include "kernels/kernel_ref.h"
 #include "kernels/quant_dot.h"
-#include "kernels/weight_blocks.h"
+#include "quant/weight_blocks.h"
 #include "quant/half.h"
 
 namespace kvengine {

@@ -19,7 +19,7 @@
 #include "base/cpu_features.h"
 #include "kernels/quant_dot.h"
 #include "kernels/quant_tile.h"
-#include "kernels/weight_blocks.h"
+#include "quant/weight_blocks.h"
 
 namespace kvengine::kernels_internal {
 

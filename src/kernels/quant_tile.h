@@ -29,7 +29,7 @@
 #include <cstdint>
 
 #include "kernels/quant_dot.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 
 namespace kvengine {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string_view>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine {
 

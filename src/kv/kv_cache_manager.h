@@ -24,13 +24,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "kv/allocator.h"
 #include "kv/kv_group.h"
 #include "kv/kv_stats.h"
 #include "kv/pool_sizing.h"
 #include "kv/tier_hook.h"
-#include "prefix/block_hash.h"
+#include "kv/block_hash.h"
 
 namespace kvengine {
 

@@ -12,7 +12,7 @@
 #include "kv/block_pool.h"
 #include "kv/group_spec.h"
 #include "kv/tier_hook.h"
-#include "prefix/prefix_index.h"
+#include "kv/prefix_index.h"
 
 namespace kvengine {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "kv/group_spec.h"
 
 namespace kvengine {

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <span>
 
-#include "prefix/block_hash.h"
+#include "kv/block_hash.h"
 
 namespace kvengine {
 

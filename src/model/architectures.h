@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_reader.h"
 #include "model/decoder_weights.h"
 

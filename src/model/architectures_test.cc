@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "attention/attention_test_util.h"
+#include "kernels/attention/attention_test_util.h"
 #include "model/architectures.h"
 #include "model/decoder_model.h"
 #include "model/model_fuzz_format.h"

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "attention/kv_layer_view.h"
-#include "attention/paged_attention.h"
+#include "kernels/attention/kv_layer_view.h"
+#include "kernels/attention/paged_attention.h"
 #include "kernels/rope.h"
 #include "kernels/vector_ops.h"
 #include "model/llamacpp_numerics.h"

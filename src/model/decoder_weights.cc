@@ -4,7 +4,7 @@
 #include <string>
 
 #include "gguf/gguf_types.h"
-#include "model_config/gguf_config.h"
+#include "model/gguf_config.h"
 
 namespace kvengine {
 namespace {

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_reader.h"
 #include "kernels/matmul.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 #include "model/decoder_arch.h"
-#include "model_config/model_config.h"
+#include "model/model_config.h"
 
 namespace kvengine {
 

@@ -36,7 +36,7 @@
 #include <cstdint>
 #include <span>
 
-#include "attention/paged_attention.h"
+#include "kernels/attention/paged_attention.h"
 #include "base/thread_pool.h"
 #include "model/decoder_arch.h"
 

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "base/thread_pool.h"
 #include "gguf/gguf_reader.h"
 #include "kv/kv_cache_manager.h"
-#include "model_config/model_config.h"
+#include "model/model_config.h"
 
 namespace kvengine {
 

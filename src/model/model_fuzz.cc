@@ -15,11 +15,11 @@
 #include "base/thread_pool.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "model/model_fuzz_format.h"
-#include "model_config/kv_groups.h"
+#include "model/kv_groups.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
 

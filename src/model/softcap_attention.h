@@ -13,7 +13,7 @@
 
 #include <span>
 
-#include "attention/paged_attention.h"
+#include "kernels/attention/paged_attention.h"
 #include "base/thread_pool.h"
 
 namespace kvengine {

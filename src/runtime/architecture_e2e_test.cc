@@ -25,7 +25,7 @@
 #include <span>
 #include <string>
 
-#include "attention/attention_kernel.h"
+#include "kernels/attention/attention_kernel.h"
 #include "runtime/generator.h"
 #include "runtime/runtime_test_util.h"
 #include "synth/synthetic_spec.h"

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "kernels/weight_view.h"
+#include "quant/weight_view.h"
 #include "runtime/generator.h"
 #include "runtime/runtime_test_util.h"
 

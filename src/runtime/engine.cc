@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/sha256.h"
-#include "model_config/kv_groups.h"
+#include "model/kv_groups.h"
 #include "runtime/engine_internal.h"
 
 namespace kvengine {

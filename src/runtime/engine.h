@@ -26,11 +26,11 @@
 
 #include "base/clock.h"
 #include "base/histogram.h"
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "kv/kv_cache_manager.h"
 #include "sched/step_policy.h"
 #include "model/model.h"
-#include "sampler/sampler.h"
+#include "runtime/sampler.h"
 #include "tier/tier_config.h"
 #include "tier/tier_manager.h"
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "base/thread_pool.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
-#include "sampler/sampler.h"
+#include "runtime/sampler.h"
 
 namespace kvengine {
 

@@ -11,7 +11,7 @@
 
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
-#include "model_config/kv_groups.h"
+#include "model/kv_groups.h"
 #include "synth/model_cache.h"
 #include "synth/synthetic_spec.h"
 

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "kv/kv_cache_manager.h"
 #include "sched/sched_sequence.h"
 #include "sched/step_policy.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine::server {
 

@@ -32,7 +32,7 @@
 #include <string>
 #include <thread>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "server/request_parse.h"
 #include "server/server_state.h"
 

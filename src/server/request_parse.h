@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "runtime/engine.h"
-#include "sampler/sampling_params.h"
+#include "runtime/sampling_params.h"
 #include "server/api_error.h"
 #include "server/chat_template.h"
 

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
 

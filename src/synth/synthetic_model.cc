@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "synth/synthetic_vocab.h"
-#include "synth/weight_encode.h"
+#include "quant/weight_encode.h"
 
 namespace kvengine {
 namespace {

@@ -24,7 +24,7 @@
 #include <string>
 #include <string_view>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_writer.h"
 #include "synth/synthetic_spec.h"
 #include "synth/weight_fill.h"

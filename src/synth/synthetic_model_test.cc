@@ -13,10 +13,10 @@
 #include <gtest/gtest.h>
 
 #include "gguf/gguf_reader.h"
-#include "model_config/gguf_config.h"
+#include "model/gguf_config.h"
 #include "synth/synth_test_util.h"
 #include "synth/synthetic_vocab.h"
-#include "synth/weight_encode.h"
+#include "quant/weight_encode.h"
 
 namespace kvengine {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "base/sha256.h"
 #include "base/size_parse.h"
-#include "synth/weight_encode.h"
+#include "quant/weight_encode.h"
 
 namespace kvengine {
 namespace {

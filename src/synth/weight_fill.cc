@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "base/check.h"
-#include "synth/weight_encode.h"
+#include "quant/weight_encode.h"
 
 namespace kvengine {
 namespace {

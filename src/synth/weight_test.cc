@@ -9,9 +9,9 @@
 
 #include "quant/half.h"
 #include "synth/synthetic_vocab.h"
-#include "synth/weight_encode.h"
+#include "quant/weight_encode.h"
 #include "synth/weight_fill.h"
-#include "synth/weight_quantize.h"
+#include "quant/weight_quantize.h"
 
 namespace kvengine {
 namespace {

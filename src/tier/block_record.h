@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "base/sha256.h"
-#include "prefix/block_hash.h"
+#include "kv/block_hash.h"
 
 namespace kvengine {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "tier/tier_key.h"
 
 namespace kvengine {

@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "tier/block_store.h"
 #include "tier/lru_list.h"
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine::tier_test {
 

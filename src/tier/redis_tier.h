@@ -33,7 +33,7 @@
 #include <string_view>
 
 #include "base/clock.h"
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "tier/block_store.h"
 
 struct redisContext;  // hiredis, kept out of this header.

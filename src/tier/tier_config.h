@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/clock.h"
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "quant/kv_dtype.h"
 #include "tier/tier_manager.h"
 

@@ -1,5 +1,5 @@
 // TierKey: what the offload tiers (RAM, disk, Redis) store a block under: the block's chained
-// prefix hash (prefix/block_hash.h) and the KV group it belongs to. Groups of one model have
+// prefix hash (kv/block_hash.h) and the KV group it belongs to. Groups of one model have
 // different layouts (full vs sliding-window attention), so the same hash in two groups names two
 // different byte strings.
 //
@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "prefix/block_hash.h"
+#include "kv/block_hash.h"
 
 namespace kvengine {
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_reader.h"
 #include "tokenizer/vocab.h"
 

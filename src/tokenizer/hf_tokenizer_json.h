@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_writer.h"
 
 namespace kvengine::tokenizer_test {

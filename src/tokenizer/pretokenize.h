@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 
 namespace kvengine {
 

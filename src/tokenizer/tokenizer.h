@@ -41,7 +41,7 @@
 #include <utility>
 #include <vector>
 
-#include "base/status.h"
+#include "kvengine/status.h"
 #include "gguf/gguf_reader.h"
 #include "tokenizer/vocab.h"
 
