@@ -41,7 +41,7 @@ namespace {
 
 struct BenchTiersFlags {
   TierBenchOptions options;
-  CommonFlags common;  // -m, --kv-dtype, --kv-plan, --block-size, --mmap, --json.
+  CommonFlags common;  // -m, --kv-dtype, --kv-dtype-map, --block-size, --mmap, --json.
   int threads = 0;
   std::string prompt_tokens = "4096";
   std::string kv_memory = "1GiB";
@@ -91,8 +91,8 @@ int RunBenchTiers(BenchTiersFlags& f) {
   o.prompt_tokens = int64_t(std::min<uint64_t>(*prompt, uint64_t{1} << 40));
   EngineOptions& eo = o.engine;
   eo.threads = f.threads;
-  eo.max_num_batched_tokens = f.max_num_batched_tokens;
-  eo.max_num_seqs = 4;  // The bench runs one request at a time.
+  eo.sched.max_num_batched_tokens = f.max_num_batched_tokens;
+  eo.sched.max_num_seqs = 4;  // The bench runs one request at a time.
   eo.kv.block_size = f.common.block_size;
   Result<uint64_t> mem = Size(f.kv_memory, "--kv-cache-memory-bytes");
   Result<uint64_t> ram = Size(f.swap_space, "--swap-space");

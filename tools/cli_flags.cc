@@ -32,8 +32,8 @@ void AddKvFlags(CLI::App* app, CommonFlags* f) {
                   "KV cache number format for every layer: f32, f16, bf16, fp8_e4m3 (fp8), "
                   "fp8_e5m2, int8, int4")
       ->capture_default_str();
-  app->add_option("--kv-plan", f->kv_plan_file,
-                  "JSON file of per-layer KV dtypes, e.g. {\"default\": \"int8\", \"layers\": "
+  app->add_option("--kv-dtype-map,--kv-plan", f->kv_dtype_map_file,
+                  "The KV dtype map: a JSON file of per-layer KV dtypes, e.g. {\"default\": \"int8\", \"layers\": "
                   "{\"0-1\": \"f16\", \"31\": {\"k\": \"f16\", \"v\": \"int4\"}}}; overrides "
                   "--kv-dtype")
       ->check(CLI::ExistingFile);
@@ -93,13 +93,13 @@ Result<ResolvedModel> ResolveModel(const std::string& model) {
 }
 
 Result<KvDtypeMap> ResolveKvDtypes(const CommonFlags& f, int n_layers) {
-  if (!f.kv_plan_file.empty()) {
-    std::ifstream in(f.kv_plan_file);
-    if (!in) return NotFound("cannot read KV plan file '" + f.kv_plan_file + "'");
+  if (!f.kv_dtype_map_file.empty()) {
+    std::ifstream in(f.kv_dtype_map_file);
+    if (!in) return NotFound("cannot read KV dtype map file '" + f.kv_dtype_map_file + "'");
     std::stringstream ss;
     ss << in.rdbuf();
     Result<KvDtypeMap> m = ParseKvDtypeMap(ss.str(), n_layers);
-    if (!m.ok()) return InvalidArgument(f.kv_plan_file + ": " + m.status().message());
+    if (!m.ok()) return InvalidArgument(f.kv_dtype_map_file + ": " + m.status().message());
     return m;
   }
   Result<KvDtype> d = ParseKvDtype(f.kv_dtype);

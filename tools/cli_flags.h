@@ -2,7 +2,8 @@
 //   -m, --model NAME|FILE.gguf        a built-in preset or a GGUF file
 //   -c, --ctx, --max-model-len N      tokens per sequence (4096, 32k)
 //   --kv-dtype, --kv-cache-dtype D    KV number format for every layer
-//   --kv-plan FILE                    per-layer KV dtypes (JSON), overrides --kv-dtype
+//   --kv-dtype-map FILE               the KV dtype map: per-layer KV dtypes (JSON), overrides
+//                                     --kv-dtype (old spelling --kv-plan stays accepted)
 //   --block-size N                    tokens per KV block
 //   --mem SIZE                        KV memory budget (512MiB, 24GiB)
 //   --json                            machine-readable output on stdout
@@ -25,7 +26,7 @@ struct CommonFlags {
   std::string model = "llama-3-8b";
   std::string ctx;  // Empty: the model's context length.
   std::string kv_dtype = "f16";
-  std::string kv_plan_file;
+  std::string kv_dtype_map_file;
   int block_size = 16;
   std::string mem;  // Empty: no budget.
   bool json = false;

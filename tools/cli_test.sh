@@ -35,6 +35,19 @@ check bad_temp 1 "temperature" -- "$bin" run -m tiny -p hi --temp 9
 # CLI11 rejects a value outside the listed choices (its exit status 105), as for --kv-policy.
 check bad_step_policy 105 "step-policy: bogus not in \{mixed,prefill-first\}" -- "$bin" serve -m tiny --step-policy bogus
 
+# The KV dtype map: --kv-dtype-map FILE, and its old spelling --kv-plan, give the same figures.
+echo '{"default": "int8", "layers": {"0": "f16"}}' > "$scratch/dtype_map.json"
+map_new=$("$bin" plan -m tiny --kv-dtype-map "$scratch/dtype_map.json" --json | grep -oE '"kv_bytes_per_token": [0-9]+')
+map_old=$("$bin" plan -m tiny --kv-plan "$scratch/dtype_map.json" --json | grep -oE '"kv_bytes_per_token": [0-9]+')
+int8_all=$("$bin" plan -m tiny --kv-dtype int8 --json | grep -oE '"kv_bytes_per_token": [0-9]+')
+if [ -z "$map_new" ] || [ "$map_new" != "$map_old" ] || [ "$map_new" = "$int8_all" ]; then
+  echo "FAIL kv_dtype_map: --kv-dtype-map '$map_new', --kv-plan '$map_old', all int8 '$int8_all'"
+  failures=$((failures + 1))
+else
+  echo "ok   kv_dtype_map"
+fi
+check kv_dtype_map_missing 105 "kv-dtype-map" -- "$bin" plan --kv-dtype-map "$scratch/none.json"
+
 # run --json on the tiny synthetic model; kv_bytes_per_token equals the planner's figure.
 check run_json 0 '"output_token_ids":\[' -- "$bin" run -m tiny -p "hello world" -n 4 --json
 plan_bpt=$("$bin" plan -m tiny --kv-dtype int8 --json | grep -oE '"kv_bytes_per_token": [0-9]+' | grep -oE '[0-9]+$')

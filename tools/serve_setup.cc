@@ -144,8 +144,8 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   KV_ASSIGN_OR_RETURN(KvDtypeMap dtypes, ResolveKvDtypes(f.common, cfg.n_layers));
   KV_ASSIGN_OR_RETURN(l.max_model_len, ResolveCtx(f.common, cfg));
   EngineOptions eo;
-  eo.max_num_seqs = f.max_num_seqs;
-  eo.max_num_batched_tokens = f.max_num_batched_tokens;
+  eo.sched.max_num_seqs = f.max_num_seqs;
+  eo.sched.max_num_batched_tokens = f.max_num_batched_tokens;
   eo.max_queued_requests = f.max_queued_requests;
   eo.threads = f.threads;
   KV_ASSIGN_OR_RETURN(eo.kv.groups, BuildKvGroups(cfg, dtypes));
@@ -154,9 +154,9 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   eo.kv.enable_prefix_caching = f.prefix_caching;
   eo.kv.model_fingerprint = mf.path;
   KV_ASSIGN_OR_RETURN(eo.kv.memory_bytes, KvMemory(f, cfg, dtypes, l.max_model_len));
-  eo.contiguous_reservation = f.kv_policy == "contiguous";
-  for (StepPolicy p : kStepPolicies) {
-    if (f.step_policy == StepPolicyName(p)) eo.step_policy = p;  // --step-policy checked the name.
+  eo.sched.contiguous_reservation = f.kv_policy == "contiguous";
+  for (StepPolicy p : kStepPolicies) {  // --step-policy checked the name.
+    if (f.step_policy == StepPolicyName(p)) eo.sched.step_policy = p;
   }
   KV_ASSIGN_OR_RETURN(eo.tiers, ResolveTiers(f));
   const Vocab& vocab = l.tokenizer->vocab();

@@ -16,7 +16,7 @@
 #include "cli_flags.h"
 #include "gguf/gguf_reader.h"
 #include "model/model.h"
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "server/chat_template.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
@@ -47,7 +47,7 @@ struct ServeFlags {
   std::string kv_tier_dtype;
 };
 
-// -m, --served-model-name, -c, --kv-dtype, --kv-plan, --block-size. Returns the options added.
+// -m, --served-model-name, -c, --kv-dtype, --kv-dtype-map, --block-size. Returns the options added.
 std::vector<CLI::Option*> AddServeModelFlags(CLI::App* cmd, ServeFlags* f);
 // -t, --max-num-seqs, --max-num-batched-tokens, --max-queued-requests,
 // --[no-]enable-prefix-caching, --kv-cache-memory-bytes, --kv-policy, and the offload tiers:

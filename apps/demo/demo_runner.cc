@@ -11,7 +11,7 @@
 
 #include "model/kv_groups.h"
 #include "planner/kv_plan.h"
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 
 namespace kvengine::demo {
 namespace {
@@ -254,8 +254,8 @@ Result<RunResult> RunWorkload(std::shared_ptr<const Model> model, const Workload
   }
 
   EngineOptions eo;
-  eo.max_num_seqs = options.max_num_seqs;
-  eo.max_num_batched_tokens = options.max_num_batched_tokens;
+  eo.sched.max_num_seqs = options.max_num_seqs;
+  eo.sched.max_num_batched_tokens = options.max_num_batched_tokens;
   eo.max_queued_requests = static_cast<int>(workload.requests.size()) + 1;
   eo.threads = options.threads;
   KV_ASSIGN_OR_RETURN(eo.kv.groups, BuildKvGroups(cfg, dtypes));

@@ -23,7 +23,7 @@ struct KvDtypeMap {
 
 KvDtypeMap UniformDtypes(KvDtype dtype);
 
-// Parses a --kv-plan JSON document:
+// Parses a KV dtype map (--kv-dtype-map) JSON document:
 //   {"default": "int8",                        // or {"k": "f16", "v": "int8"}
 //    "layers": {"0": "f16", "30-31": {"k": "f16", "v": "int4"}}}
 // Layer keys are single indices or inclusive ranges "a-b". Errors name the offending field.

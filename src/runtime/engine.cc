@@ -1,6 +1,6 @@
 // Engine's public API: creation, the loop thread's start and stop, and Submit's validation and
 // up-front rejection (any thread). The loop itself is in engine_loop.cc.
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 
 #include <algorithm>
 #include <future>
@@ -33,13 +33,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const Model> mode
   if (model == nullptr) return InvalidArgument("the engine needs a model");
   if (options.threads < 0) return InvalidArgument("threads must be >= 0");
   if (options.max_queued_requests < 0) return InvalidArgument("max_queued_requests must be >= 0");
-  SchedulerOptions so;
-  so.max_num_seqs = options.max_num_seqs;
-  so.max_num_batched_tokens = options.max_num_batched_tokens;
-  so.contiguous_reservation = options.contiguous_reservation;
-  so.admission_watermark = options.admission_watermark;
-  so.step_policy = options.step_policy;
-  KV_RETURN_IF_ERROR(so.Validate());
+  KV_RETURN_IF_ERROR(options.sched.Validate());
   for (int32_t t : options.eos_token_ids) {
     if (t < 0 || t >= model->n_vocab()) {
       return InvalidArgument("EOS token " + std::to_string(t) + " is outside the vocabulary");
@@ -55,7 +49,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const Model> mode
   impl->model = std::move(model);
   impl->clock = options.clock != nullptr ? options.clock : &SteadyClock::Get();
   KV_ASSIGN_OR_RETURN(impl->kv, KvCacheManager::Create(options.kv));
-  impl->capacity = engine_internal::KvCapacity::Of(*impl->kv, options.contiguous_reservation);
+  impl->capacity = engine_internal::KvCapacity::Of(*impl->kv, options.sched.contiguous_reservation);
   if (options.tiers.enabled()) {
     TierLayout layout;
     layout.namespace_digest = Sha256Of(impl->kv->cache_namespace());
@@ -75,7 +69,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(std::shared_ptr<const Model> mode
     });
     impl->kv->SetTierHook(impl->tiers.get());
   }
-  impl->sched = std::make_unique<Scheduler>(impl->kv.get(), so, impl->clock);
+  impl->sched = std::make_unique<Scheduler>(impl->kv.get(), options.sched, impl->clock);
   impl->pool = std::make_unique<ThreadPool>(options.threads > 0 ? options.threads
                                                                 : ThreadPool::DefaultThreadCount());
   impl->options = std::move(options);
@@ -156,10 +150,10 @@ Status Engine::Offload(OffloadTo target) {
 
 Status Engine::Impl::Validate(const RequestParams& p) const {
   if (p.prompt.empty()) return InvalidArgument("the prompt is empty");
-  const int max_n = std::min(kMaxChoices, options.max_num_seqs);
+  const int max_n = std::min(kMaxChoices, options.sched.max_num_seqs);
   if (p.n < 1 || p.n > max_n) {
     return InvalidArgument("n must be 1.." + std::to_string(max_n) + " (max_num_seqs " +
-                           std::to_string(options.max_num_seqs) + "), got " + std::to_string(p.n));
+                           std::to_string(options.sched.max_num_seqs) + "), got " + std::to_string(p.n));
   }
   if (p.max_tokens < 1) {
     return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(p.max_tokens));

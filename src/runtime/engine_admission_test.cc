@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/kv_plan.h"
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "runtime/engine_test_util.h"
 
 namespace kvengine {
@@ -142,7 +142,7 @@ TEST(EngineAdmissionTest, ContiguousPolicyReservesMaxLengthAndKeepsResults) {
   EventLog log;
   // max_model_len 128 = 8 blocks per sequence: 32 blocks reserve 4 sequences.
   EngineOptions o = BaseOptions(32, 128);
-  o.contiguous_reservation = true;
+  o.sched.contiguous_reservation = true;
   auto engine = MakeEngine(model, o);
   EXPECT_NE(engine->DescribeCapacity().find("max 4 concurrent"), std::string::npos);
   RequestParams big = Simple(10, 10);

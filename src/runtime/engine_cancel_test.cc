@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "runtime/engine_test_util.h"
 
 namespace kvengine {
@@ -56,7 +56,7 @@ EventCallback Trigger(EventLog& log, std::function<void(int)> at_token) {
 TEST(EngineCancelTest, CancelWhileQueued) {
   EventLog log;
   EngineOptions o = BaseOptions(64);
-  o.max_num_seqs = 1;
+  o.sched.max_num_seqs = 1;
   auto engine = MakeEngine(TinyModel(), o);
   RequestId queued = 0;
   size_t waiting_seen = 0;
@@ -90,8 +90,8 @@ TEST(EngineCancelTest, CancelWhileQueued) {
 TEST(EngineCancelTest, CancelWhilePrefilling) {
   EventLog log;
   EngineOptions o = BaseOptions(64);
-  o.max_num_seqs = 8;
-  o.max_num_batched_tokens = 8;  // The decode takes 1 token a step, the prefill 7.
+  o.sched.max_num_seqs = 8;
+  o.sched.max_num_batched_tokens = 8;  // The decode takes 1 token a step, the prefill 7.
   auto engine = MakeEngine(TinyModel(), o);
   RequestId long_id = 0;
   int64_t used_before = 0;
@@ -204,7 +204,7 @@ TEST(EngineCancelTest, CancelWhilePreempted) {
   // growth collide after ~40 tokens each, B is preempted and cannot come back while A runs: it
   // needs at least 7 blocks and A holds more than 3 from then on.
   EngineOptions o = BaseOptions(10);
-  o.max_num_batched_tokens = 512;
+  o.sched.max_num_batched_tokens = 512;
   auto engine = MakeEngine(model, o);
   RequestParams a = Long(20, 140);
   a.priority = 1;
@@ -239,7 +239,7 @@ void RunPreemptedAndCompare(std::shared_ptr<const Model> model) {
   EventLog log;
   // 12 blocks = 192 token slots for six requests of up to ~140 tokens each.
   EngineOptions o = BaseOptions(12);
-  o.max_num_batched_tokens = 32;
+  o.sched.max_num_batched_tokens = 32;
   auto engine = MakeEngine(model, o);
   std::vector<std::pair<RequestId, RequestParams>> reqs;
   for (int i = 0; i < 6; ++i) {

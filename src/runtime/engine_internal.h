@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "sched/scheduler.h"
 
 namespace kvengine::engine_internal {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "runtime/engine_test_util.h"
 
 namespace kvengine {
@@ -53,8 +53,8 @@ TEST(EngineStressTest, RandomLoadWithCancellations) {
   auto model = TinyModel();
   EventLog log;
   EngineOptions o = BaseOptions(40);
-  o.max_num_seqs = 8;
-  o.max_num_batched_tokens = 32;
+  o.sched.max_num_seqs = 8;
+  o.sched.max_num_batched_tokens = 32;
   o.threads = 2;
   auto engine = MakeEngine(model, o);
   engine->Start();

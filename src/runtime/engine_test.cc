@@ -1,7 +1,7 @@
 // Engine results against the single-sequence reference: concurrent requests of different lengths
 // arriving at different times decode exactly what each decodes alone (batch invariance), n > 1
 // choices share the prompt's blocks, prefix hits are not recomputed, logprobs and stats.
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 
 #include <cmath>
 
@@ -41,7 +41,7 @@ std::vector<Case> MixedCases() {
 void RunMixedAndCompare(std::shared_ptr<const Model> model) {
   EventLog log;
   EngineOptions o = BaseOptions(128);
-  o.max_num_batched_tokens = 24;  // The 70- and 48-token prompts are chunked.
+  o.sched.max_num_batched_tokens = 24;  // The 70- and 48-token prompts are chunked.
   o.threads = 2;                  // Kernels split rows across threads: still identical.
   auto engine = MakeEngine(model, o);
   std::vector<Case> cases = MixedCases();
@@ -90,7 +90,7 @@ TEST(EngineTest, SlidingWindowModelMatchesRunningAloneUnderPreemption) {
   auto model = SyntheticModel("mistral-tiny");
   EventLog log;
   EngineOptions o = BaseOptions(14);
-  o.max_num_batched_tokens = 32;
+  o.sched.max_num_batched_tokens = 32;
   auto engine = MakeEngine(model, o);
   std::vector<std::pair<RequestId, RequestParams>> reqs;
   for (int i = 0; i < 4; ++i) {
@@ -124,7 +124,7 @@ TEST(EngineTest, HybridWindowModelsMatchRunningAloneUnderPreemption) {
     auto model = SyntheticModel(preset);
     EventLog log;
     EngineOptions o = BaseOptions(40);
-    o.max_num_batched_tokens = 32;
+    o.sched.max_num_batched_tokens = 32;
     auto engine = MakeEngine(model, o);
     std::vector<std::pair<RequestId, RequestParams>> reqs;
     for (int i = 0; i < 4; ++i) {

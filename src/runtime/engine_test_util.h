@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "runtime/generator.h"
 #include "runtime/runtime_test_util.h"
 #include "synth/model_cache.h"
@@ -57,8 +57,8 @@ inline EngineOptions BaseOptions(int32_t blocks, int64_t max_model_len = 512) {
   o.kv.num_blocks = blocks;
   o.kv.max_model_len = max_model_len;
   o.threads = 1;
-  o.max_num_seqs = 16;
-  o.max_num_batched_tokens = 64;
+  o.sched.max_num_seqs = 16;
+  o.sched.max_num_batched_tokens = 64;
   o.eos_token_ids = {kEos};
   return o;
 }

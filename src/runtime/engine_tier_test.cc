@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "runtime/engine_test_util.h"
 
 namespace kvengine {
@@ -67,7 +67,7 @@ TEST(EngineTierTest, EvictedPrefixComesBackFromRamWithIdenticalTokens) {
 TEST(EngineTierTest, PreemptedSequencesSwapBackInFromRam) {
   auto model = TinyModel();
   EngineOptions o = BaseOptions(20);
-  o.max_num_batched_tokens = 32;
+  o.sched.max_num_batched_tokens = 32;
   o.tiers.ram_bytes = 64 << 20;
   auto engine = MakeEngine(model, o);
   EventLog log;

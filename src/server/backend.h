@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 
 namespace kvengine::server {
 

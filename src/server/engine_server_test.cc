@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "server/backend.h"
 #include "server/http_server.h"
 #include "server/server_test_util.h"
@@ -79,8 +79,8 @@ class EngineServerTest : public ::testing::Test {
     o.kv.num_blocks = 256;
     o.kv.max_model_len = kContext;
     o.threads = 1;
-    o.max_num_seqs = 4;
-    o.max_num_batched_tokens = 64;
+    o.sched.max_num_seqs = 4;
+    o.sched.max_num_batched_tokens = 64;
     o.max_queued_requests = 8;
     o.eos_token_ids = {Tiny().tokenizer->eos()};
     HttpServerOptions h;
@@ -560,7 +560,7 @@ class LongRequestServerTest : public EngineServerTest {
   void Configure(EngineOptions* o, HttpServerOptions* h) override {
     o->kv.max_model_len = kLongContext;
     // Every seat can reach the full context, plus one more sequence: no preemption.
-    o->kv.num_blocks = int32_t((o->max_num_seqs + 1) * kLongContext / o->kv.block_size);
+    o->kv.num_blocks = int32_t((o->sched.max_num_seqs + 1) * kLongContext / o->kv.block_size);
     h->max_body_bytes = 4 << 20;
     h->write_timeout_s = 1;
   }

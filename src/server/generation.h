@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "server/stop_matcher.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"

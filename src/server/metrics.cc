@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "kv/block_layout.h"
-#include "quant/kv_dtype.h"
 
 namespace kvengine::server {
 namespace {

@@ -23,7 +23,7 @@
 #include <map>
 #include <string>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 
 namespace kvengine::server {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "server/api_error.h"
 #include "server/chat_template.h"
 #include "server/request_parse.h"

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "runtime/sampling_params.h"
 #include "server/api_error.h"
 #include "server/chat_template.h"

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "model/model.h"
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 #include "server/backend.h"
 #include "server/http_server.h"
 #include "server/server_test_util.h"
@@ -243,8 +243,8 @@ TEST(ServerSoakTest, ManyStreamsWithRandomDisconnects) {
   o.kv.num_blocks = 128;  // 2048 tokens for 16 sequences: preemption under load.
   o.kv.max_model_len = kContext;
   o.threads = 1;
-  o.max_num_seqs = kMaxNumSeqs;
-  o.max_num_batched_tokens = 128;
+  o.sched.max_num_seqs = kMaxNumSeqs;
+  o.sched.max_num_batched_tokens = 128;
   o.max_queued_requests = kMaxQueued;
   o.eos_token_ids = {(*tokenizer)->eos()};
   Result<std::unique_ptr<Engine>> engine =

@@ -34,7 +34,7 @@
 #include "kvengine/status.h"
 #include "model/model.h"
 #include "bench/perf/raw_bandwidth.h"
-#include "runtime/engine.h"
+#include "kvengine/engine.h"
 
 namespace kvengine {
 
