@@ -254,8 +254,7 @@ Result<RunResult> RunWorkload(std::shared_ptr<const Model> model, const Workload
   }
 
   EngineOptions eo;
-  eo.sched.max_num_seqs = options.max_num_seqs;
-  eo.sched.max_num_batched_tokens = options.max_num_batched_tokens;
+  eo.sched = options.sched;
   eo.max_queued_requests = static_cast<int>(workload.requests.size()) + 1;
   eo.threads = options.threads;
   KV_ASSIGN_OR_RETURN(eo.kv.groups, BuildKvGroups(cfg, dtypes));
@@ -270,7 +269,7 @@ Result<RunResult> RunWorkload(std::shared_ptr<const Model> model, const Workload
   out.kv_dtype = options.kv_dtype;
   out.max_model_len = options.max_model_len;
   out.block_size = options.block_size;
-  out.max_num_batched_tokens = options.max_num_batched_tokens;
+  out.max_num_batched_tokens = options.sched.max_num_batched_tokens;
   out.kv_bytes_per_token = plan.kv_bytes_per_token;
   out.kv_bytes_per_max_sequence = plan.kv_bytes_per_sequence;
   out.pool_bytes = engine->Stats().kv.pool_bytes;

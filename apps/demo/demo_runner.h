@@ -25,6 +25,7 @@
 #include "demo/demo_workload.h"
 #include "model/model.h"
 #include "quant/kv_dtype.h"
+#include "sched/scheduler_options.h"
 
 namespace kvengine::demo {
 
@@ -33,10 +34,10 @@ struct RunOptions {
   int block_size = 16;
   int64_t max_model_len = 4096;  // The engine's context; contiguous preallocation reserves it.
   int threads = 0;               // Compute threads; 0 = all cores.
-  int max_num_seqs = 64;
-  // Tokens per step. Below the engine's default 2048 so that the long document's prefill is
-  // chunked and short requests arriving with it get their first token in the first step.
-  int64_t max_num_batched_tokens = 512;
+  // The engine's scheduling defaults, except tokens per step: below the default 2048 so that
+  // the long document's prefill is chunked and short requests arriving with it get their first
+  // token in the first step.
+  SchedulerOptions sched = {.max_num_batched_tokens = 512};
   std::string model_fingerprint;  // Prefix-cache namespace; empty: the model's name.
   // Called on the calling thread after each batch of events: generated tokens so far, and the
   // workload's total.
