@@ -86,8 +86,7 @@ TEST(AttentionKernelTest, BatchInvarianceAndLayoutInvariance) {
     EXPECT_TRUE(SameBits(one_thread, run(contiguous, &two, all)));
     // PagedAttention (one token) goes the same way.
     std::vector<float> single(qn);
-    PagedAttention(paged.view, paged.table, q.data(), n_heads, positions[0], 0.125f, single.data(),
-                   nullptr);
+    PagedAttention(paged.view, paged.table, q.data(), n_heads, positions[0], 0.125f, single.data());
     EXPECT_TRUE(
         SameBits(single, std::vector<float>(one_thread.begin(), one_thread.begin() + long(qn))));
   }
