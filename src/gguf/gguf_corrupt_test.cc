@@ -5,6 +5,8 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -55,25 +57,8 @@ struct CorruptCase {
   const char* expected;  // A substring of the error message.
 };
 
-std::vector<CorruptCase> Cases() {
-  auto set_tensor_dims = [](const char* name, std::vector<uint64_t> dims) {
-    return [=](RawFile& f) { TensorByName(f, name).dims = dims; };
-  };
-  auto set_offset = [](const char* name, uint64_t offset) {
-    return [=](RawFile& f) { TensorByName(f, name).offset = offset; };
-  };
-  auto set_alignment = [](uint32_t type, std::vector<uint8_t> value) {
-    return [=](RawFile& f) {
-      KvByKey(f, "general.alignment").type = type;
-      KvByKey(f, "general.alignment").value = value;
-    };
-  };
-  auto strings_array = [](uint64_t count) {
-    std::vector<uint8_t> v;
-    GgufAppendArrayHeader(&v, GgufValueType::kString, count);
-    GgufAppendString(&v, "a");
-    return v;
-  };
+// The file header: magic, version, counts.
+std::vector<CorruptCase> HeaderCases() {
   return {
       {"bad_magic", [](RawFile& f) { f.magic = 0x46475547; }, "not a GGUF file: magic is 'GUGF'"},
       {"version_1", [](RawFile& f) { f.version = 1; }, "unsupported GGUF version 1"},
@@ -88,6 +73,18 @@ std::vector<CorruptCase> Cases() {
        "tensor 0 name at byte 413: string length"},
       {"tensor_count_one_more", [](RawFile& f) { f.tensor_count = f.tensors.size() + 1; },
        "tensor 3"},
+  };
+}
+
+// Metadata keys and values.
+std::vector<CorruptCase> MetadataCases() {
+  auto strings_array = [](uint64_t count) {
+    std::vector<uint8_t> v;
+    GgufAppendArrayHeader(&v, GgufValueType::kString, count);
+    GgufAppendString(&v, "a");
+    return v;
+  };
+  return {
       {"string_past_eof",
        [](RawFile& f) {
          std::vector<uint8_t> v = Encode<uint64_t>(99999999);
@@ -126,6 +123,18 @@ std::vector<CorruptCase> Cases() {
        "2)"},
       {"key_too_long", [](RawFile& f) { KvByKey(f, "base.u32").key = std::string(65536, 'k'); },
        "string length 65536 exceeds the limit of 65535"},
+  };
+}
+
+// general.alignment.
+std::vector<CorruptCase> AlignmentCases() {
+  auto set_alignment = [](uint32_t type, std::vector<uint8_t> value) {
+    return [=](RawFile& f) {
+      KvByKey(f, "general.alignment").type = type;
+      KvByKey(f, "general.alignment").value = value;
+    };
+  };
+  return {
       {"alignment_0", set_alignment(kU32, Encode<uint32_t>(0)),
        "general.alignment is 0, must be a non-zero power of two"},
       {"alignment_48", set_alignment(kU32, Encode<uint32_t>(48)),
@@ -138,6 +147,18 @@ std::vector<CorruptCase> Cases() {
        "before the data section starts at byte 2147483648"},
       {"alignment_64_layout_32", set_alignment(kU32, Encode<uint32_t>(64)),
        "not a multiple of the alignment 64"},
+  };
+}
+
+// Tensor infos and the data section.
+std::vector<CorruptCase> TensorCases() {
+  auto set_tensor_dims = [](const char* name, std::vector<uint64_t> dims) {
+    return [=](RawFile& f) { TensorByName(f, name).dims = dims; };
+  };
+  auto set_offset = [](const char* name, uint64_t offset) {
+    return [=](RawFile& f) { TensorByName(f, name).offset = offset; };
+  };
+  return {
       {"n_dims_5", set_tensor_dims("output_norm.weight", {8, 1, 1, 1, 1}),
        "tensor 2 'output_norm.weight' at byte"},
       {"n_dims_huge", [](RawFile& f) { TensorByName(f, "output_norm.weight").n_dims = ~0u; },
@@ -178,6 +199,16 @@ std::vector<CorruptCase> Cases() {
        "data section (size 172)"},
       {"no_padding_before_data", [](RawFile& f) { f.padding_alignment = 1; }, ""},
   };
+}
+
+// Every case, in the order above.
+std::vector<CorruptCase> Cases() {
+  std::vector<CorruptCase> all;
+  for (std::vector<CorruptCase> (*group)() :
+       {&HeaderCases, &MetadataCases, &AlignmentCases, &TensorCases}) {
+    for (CorruptCase& c : group()) all.push_back(std::move(c));
+  }
+  return all;
 }
 
 TEST(GgufCorruptTest, BaseFileIsValid) {

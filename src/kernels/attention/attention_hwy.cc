@@ -14,7 +14,9 @@
 //      loaded once, scaled by alpha, and every V row of the chunk is decoded once and
 //      multiply-added into all of them (kVSlices x heads independent chains), then stored back.
 // K rows of a chunk (64 x 256 bytes for f16, d = 128) stay in L1 between head tiles, so a group
-// of more than 4 heads decodes them again but reads memory once.
+// of more than 4 heads decodes them again but reads memory once. The steps of a chunk (the float
+// ones of 1 and 3; the integer and bf16 ones are attention_steps.h's) are in
+// attention_chunk_steps-inl.h.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention/attention_hwy.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -23,12 +25,12 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kernels/attention/attention_bf16.h"
+#include "kernels/attention/attention_chunk_steps-inl.h"
 #include "kernels/attention/attention_int16.h"
 #include "kernels/attention/attention_int4.h"
 #include "kernels/attention/attention_kernel.h"
@@ -36,7 +38,6 @@
 #include "kvengine/status.h"
 #include "base/strings.h"
 #include "hwy/highway.h"
-#include "kernels/exp_simd-inl.h"
 #include "quant/codec.h"
 #include "quant/codec_params.h"
 #include "quant/codec_simd-inl.h"
@@ -46,16 +47,6 @@ HWY_BEFORE_NAMESPACE();
 namespace kvengine::HWY_NAMESPACE {
 namespace {
 
-constexpr int kChunk = kAttentionChunk;
-constexpr int kMaxHeads = 4;                 // Query heads per register tile.
-constexpr int kPosTile = kAttentionPosTile;  // A chunk's rows are padded to a multiple of it.
-// Positions per score micro-tile of the float steps: kHeads x kScorePos accumulators, the
-// kScorePos rows' decoded vectors and a q vector live in registers. AVX-512 has 32: 4 x 4 + 4 +
-// 1. The 16-register targets take 4 x 2 (8 + 2 + 1): with 4 x 4 on AVX2 GCC kept a quarter of the
-// accumulators on the stack, each multiply-add a load and a store in one chain (int8 at 512
-// positions in L2 on Zen 3, 1 thread: 4.6 GB/s).
-constexpr int kScorePos = HWY_MAX_BYTES >= 64 ? 4 : 2;
-static_assert(kPosTile % kScorePos == 0);
 // Prefetch distance: while a unit is computed, the rows of the unit about kPrefetchBytes of KV
 // ahead (at least 1, at most kMaxPrefetchChunks units) are requested into L1 or L2
 // (KvPrefetchLevel, attention_kernel.h). Measured on Zen 5 into L1 at 32k, d = 128, paged (block
@@ -67,275 +58,6 @@ static_assert(kPosTile % kScorePos == 0);
 // better than 48 for int8 and slower for f16, 2026-12-02.)
 constexpr size_t kPrefetchBytes = 48 << 10;
 constexpr int kMaxPrefetchChunks = 8;
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// ------------------------------ transposed lane sums
-
-// v[0, Lanes) -> one vector whose lane i is the sum of v[i]'s lanes (the order of additions is
-// fixed per target). v is clobbered.
-HWY_INLINE VF TransposeSum(VF* v) {
-#if HWY_TARGET == HWY_SCALAR
-  return v[0];
-#else
-  const DF df;
-  const hn::Repartition<uint64_t, DF> d64;
-  constexpr size_t kLanes = HWY_MAX_BYTES / sizeof(float);
-  // Within 128-bit blocks: pairs (a, b) -> [a0+a2, b0+b2, a1+a3, b1+b3].
-  for (size_t k = 0; k < kLanes / 2; ++k) {
-    const VF a = v[2 * k], b = v[2 * k + 1];
-    v[k] = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
-  }
-  // Pairs of those -> per block [A B C D], each the block's sum of one source.
-  for (size_t k = 0; k < kLanes / 4; ++k) {
-    const auto a = hn::BitCast(d64, v[2 * k]), b = hn::BitCast(d64, v[2 * k + 1]);
-    v[k] = hn::BitCast(df, hn::Add(hn::BitCast(df, hn::InterleaveLower(d64, a, b)),
-                                   hn::BitCast(df, hn::InterleaveUpper(d64, a, b))));
-  }
-#if HWY_MAX_BYTES == 32
-  // Blocks: [x.b0 + x.b1, y.b0 + y.b1].
-  return hn::Add(hn::ConcatLowerLower(df, v[1], v[0]), hn::ConcatUpperUpper(df, v[1], v[0]));
-#elif HWY_MAX_BYTES == 64 && HWY_ARCH_X86
-  // Four vectors of four blocks: sum blocks pairwise twice with block shuffles.
-  for (size_t k = 0; k < 2; ++k) {
-    const __m512 a = v[2 * k].raw, b = v[2 * k + 1].raw;
-    v[k] = VF{_mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)))};
-  }
-  const __m512 a = v[0].raw, b = v[1].raw;
-  return VF{_mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-                          _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)))};
-#else
-  static_assert(HWY_MAX_BYTES == 16, "TransposeSum handles 16, 32 and 64-byte vectors");
-  return v[0];
-#endif
-#endif
-}
-
-// ------------------------------ prefetching
-
-// The rows of a chunk ahead (KvPrefetch, attention_kernel.h), a few per micro-tile of scores.
-using PrefetchList = KvPrefetch;
-
-// ------------------------------ step 1: scores
-
-// scores[h * kChunk + i] = (q_h . k_i) * scale_i for i < kScorePos, h < kHeads: one micro-tile
-// of kHeads x kScorePos accumulators. q: [d / Lanes][kHeads][Lanes] (PartialImpl), d a multiple
-// of Lanes.
-template <class Row, int kHeads>
-HWY_INLINE void ScoreMicroTile(const KvRowRefs* rows, const float* q, size_t d, float* scores) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  constexpr int kAcc = kHeads * kScorePos;
-  constexpr size_t kMaxLanesC = HWY_MAX_BYTES / sizeof(float);
-  // Accumulators padded to a whole number of reduction groups of Lanes vectors.
-  constexpr size_t kPadded = (kAcc + kMaxLanesC - 1) / kMaxLanesC * kMaxLanesC;
-  HWY_ALIGN float sums[kPadded];
-  Row r[kScorePos];
-  for (int i = 0; i < kScorePos; ++i) r[i] = Row::Make(rows[i].k_data, rows[i].k_scale);
-  VF acc[kPadded];
-  for (size_t a = 0; a < kPadded; ++a) acc[a] = hn::Zero(df);
-  constexpr int kVectors = RowVectors<Row>();
-  for (size_t j = 0; j < d; j += kVectors * lanes) {
-    VF kv[kScorePos][kVectors];
-    for (int i = 0; i < kScorePos; ++i) LoadRowVectors(r[i], j, kv[i]);
-    for (int v = 0; v < kVectors; ++v) {
-      for (int h = 0; h < kHeads; ++h) {
-        const VF qv = hn::LoadU(df, q + ((j / lanes + size_t(v)) * kHeads + size_t(h)) * lanes);
-        for (int i = 0; i < kScorePos; ++i) {
-          acc[h * kScorePos + i] = hn::MulAdd(kv[i][v], qv, acc[h * kScorePos + i]);
-        }
-      }
-    }
-  }
-  for (size_t a = 0; a < kPadded; a += lanes) hn::Store(TransposeSum(acc + a), df, sums + a);
-  for (int h = 0; h < kHeads; ++h) {
-    if constexpr (Row::kHasScale) {
-      for (int i = 0; i < kScorePos; ++i)
-        scores[h * kChunk + i] = sums[h * kScorePos + i] * r[i].scale;
-    } else {
-      std::memcpy(scores + h * kChunk, sums + h * kScorePos, sizeof(float) * kScorePos);
-    }
-  }
-}
-
-// scores[h][t] = (q_h . k_t) for t < n, h < kHeads (rows padded to a multiple of kPosTile by
-// repeating row n - 1); q: [d / Lanes][kHeads][Lanes] (PartialImpl), d a multiple of Lanes.
-// Whole micro-tiles: scores past n hold the repeated row's, which the softmax masks.
-template <class Row, int kHeads>
-void ScoresT(const KvRowRefs* rows, int n, const float* q, size_t d, float* scores,
-             const PrefetchList& pf) {
-  // Prefetch pf's rows in step with ours (all of them by the last micro-tile).
-  const int tiles = (n + kScorePos - 1) / kScorePos;
-  const int pf_per_tile = (pf.n + tiles - 1) / tiles;
-  int pf_next = 0;
-  for (int t0 = 0; t0 < n; t0 += kScorePos) {
-    for (int i = 0; i < pf_per_tile; ++i) PrefetchKvRow(pf, pf_next++);
-    ScoreMicroTile<Row, kHeads>(rows + t0, q, d, scores + t0);
-  }
-}
-
-// ------------------------------ step 3: values
-
-// Vector slices of head_dim_v per pass over a chunk's V rows: kSlices x heads accumulators stay
-// in registers (16 of AVX-512's 32 for 4 heads; 8 of AVX2's 16), and each broadcast weight feeds
-// kSlices multiply-adds.
-constexpr int kVSlices = HWY_MAX_BYTES == 64 ? 4 : 2;
-
-// acc[h][j, j + kSlices * Lanes) = acc[h] * alpha[h] + sum_t p[h][t] * v_t over those elements.
-template <int kSlices, class Row, int kHeads>
-HWY_INLINE void AccumulateSlices(const Row* r, int n, const float* p, const float* alpha, size_t j,
-                                 float* acc, size_t acc_stride) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  VF a[kSlices][kHeads];
-  for (int h = 0; h < kHeads; ++h) {
-    const VF al = hn::Set(df, alpha[h]);
-    for (int k = 0; k < kSlices; ++k) {
-      a[k][h] = hn::Mul(hn::LoadU(df, acc + size_t(h) * acc_stride + j + size_t(k) * lanes), al);
-    }
-  }
-  static_assert(kSlices % RowVectors<Row>() == 0);
-  for (int t = 0; t < n; ++t) {
-    VF v[kSlices];
-    for (int k = 0; k < kSlices; k += RowVectors<Row>()) {
-      LoadRowVectors(r[t], j + size_t(k) * lanes, v + k);
-    }
-    for (int h = 0; h < kHeads; ++h) {
-      float pw = p[h * kChunk + t];
-      if constexpr (Row::kHasScale) pw *= r[t].scale;
-      const VF w = hn::Set(df, pw);
-      for (int k = 0; k < kSlices; ++k) a[k][h] = hn::MulAdd(w, v[k], a[k][h]);
-    }
-  }
-  for (int h = 0; h < kHeads; ++h) {
-    for (int k = 0; k < kSlices; ++k) {
-      hn::StoreU(a[k][h], df, acc + size_t(h) * acc_stride + j + size_t(k) * lanes);
-    }
-  }
-}
-
-// acc[h][0, d) = acc[h] * alpha[h] + sum_t p[h][t] * v_t for t < n; acc: [kHeads][acc_stride],
-// d a multiple of Lanes.
-template <class Row, int kHeads>
-void AccumulateT(const KvRowRefs* rows, int n, const float* p, const float* alpha, size_t d,
-                 float* acc, size_t acc_stride) {
-  const size_t lanes = hn::Lanes(DF());
-  Row r[kChunk];
-  for (int t = 0; t < n; ++t) r[t] = Row::Make(rows[t].v_data, rows[t].v_scale);
-  size_t j = 0;
-  for (; j + kVSlices * lanes <= d; j += kVSlices * lanes) {
-    AccumulateSlices<kVSlices, Row, kHeads>(r, n, p, alpha, j, acc, acc_stride);
-  }
-  // The rest (d is a multiple of the row's vectors' span).
-  constexpr int kTail = RowVectors<Row>();
-  for (; j < d; j += kTail * lanes) {
-    AccumulateSlices<kTail, Row, kHeads>(r, n, p, alpha, j, acc, acc_stride);
-  }
-}
-
-using ScoresFn = void (*)(const KvRowRefs*, int, const float*, size_t, float*, const PrefetchList&);
-using AccumulateFn = void (*)(const KvRowRefs*, int, const float*, const float*, size_t, float*,
-                              size_t);
-
-template <class Row>
-ScoresFn ScoresFor(int heads) {
-  switch (heads) {
-    case 1:
-      return &ScoresT<Row, 1>;
-    case 2:
-      return &ScoresT<Row, 2>;
-    case 3:
-      return &ScoresT<Row, 3>;
-    default:
-      return &ScoresT<Row, 4>;
-  }
-}
-
-template <class Row>
-AccumulateFn AccumulateFor(int heads) {
-  switch (heads) {
-    case 1:
-      return &AccumulateT<Row, 1>;
-    case 2:
-      return &AccumulateT<Row, 2>;
-    case 3:
-      return &AccumulateT<Row, 3>;
-    default:
-      return &AccumulateT<Row, 4>;
-  }
-}
-
-// Calls f.template operator()<Row>() with the fused row decoder of `dtype` (rows decoded into the
-// f32 tile first pass kF32).
-template <class F>
-auto WithRow(KvDtype dtype, const F& f) {
-  switch (dtype) {
-    case KvDtype::kF32:
-      return f.template operator()<F32Row>();
-    case KvDtype::kInt4:
-      return f.template operator()<Int4Row>();
-    case KvDtype::kF16:
-      return f.template operator()<F16Row>();
-    case KvDtype::kBF16:
-      return f.template operator()<Bf16Row>();
-    case KvDtype::kFp8E4M3:
-      return f.template operator()<Fp8Row<true>>();
-    case KvDtype::kFp8E5M2:
-      return f.template operator()<Fp8Row<false>>();
-    case KvDtype::kInt8:
-      return f.template operator()<Int8Row>();
-  }
-  return f.template operator()<F32Row>();
-}
-
-// ------------------------------ step 2: online softmax
-
-// For heads h < heads: s = scores[h][0, n) * scale; m_new = max(m[h], max s); alpha[h] =
-// e^(m[h] - m_new); p[h][t] = e^(s_t - m_new) (0 for t >= n up to the padded chunk);
-// l[h] = l[h] * alpha[h] + sum p; m[h] = m_new.
-void SoftmaxStep(const float* scores, int n, int heads, float scale, float* m, float* l,
-                 float* alpha, float* p) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  const VF vscale = hn::Set(df, scale);
-  const VF neg_inf = hn::Set(df, kNegInf);
-  // Pass 1 per head: scaled scores (masked past n) into p, the new maximum.
-  HWY_ALIGN float m_new[kMaxHeads];
-  for (int h = 0; h < heads; ++h) {
-    const float* s = scores + h * kChunk;
-    float* ph = p + h * kChunk;
-    VF vmax = neg_inf;
-    for (size_t t = 0; t < size_t(n); t += lanes) {
-      VF v = hn::Mul(hn::LoadU(df, s + t), vscale);
-      if (t + lanes > size_t(n)) v = hn::IfThenElse(hn::FirstN(df, size_t(n) - t), v, neg_inf);
-      hn::StoreU(v, df, ph + t);
-      vmax = hn::Max(vmax, v);
-    }
-    m_new[h] = std::max(m[h], hn::GetLane(hn::MaxOfLanes(df, vmax)));
-  }
-  // alpha = e^(m_old - m_new) <= 1 for every head with one vector exponential per Lanes heads (0
-  // on the first chunk, where m_old = -inf).
-  HWY_ALIGN float diff[kMaxHeads + HWY_MAX_BYTES / sizeof(float)] = {};
-  for (int h = 0; h < heads; ++h) diff[h] = m[h] - m_new[h];
-  for (size_t h = 0; h < size_t(heads); h += lanes) {
-    hn::StoreU(ExpNonPositive(df, hn::LoadU(df, diff + h)), df, diff + h);
-  }
-  // Pass 2 per head: p = e^(s - m_new), l = l * alpha + sum p.
-  for (int h = 0; h < heads; ++h) {
-    float* ph = p + h * kChunk;
-    alpha[h] = diff[h];
-    const VF vm = hn::Set(df, m_new[h]);
-    VF sum = hn::Zero(df);
-    for (size_t t = 0; t < size_t(n); t += lanes) {
-      // s - m_new <= 0 (lanes past n: e^-inf = 0).
-      const VF e = ExpNonPositive(df, hn::Sub(hn::LoadU(df, ph + t), vm));
-      hn::StoreU(e, df, ph + t);
-      sum = hn::Add(sum, e);
-    }
-    l[h] = l[h] * alpha[h] + hn::GetLane(hn::SumOfLanes(df, sum));
-    m[h] = m_new[h];
-  }
-}
 
 // ------------------------------ the item
 
@@ -405,89 +127,224 @@ class UnitRows {
   KvRowRefs base_[kChunk];  // The current chunk's rows of the first KV head.
 };
 
-// steps: K and V through these steps instead of the float ones (attention_steps.h: int16 for int8
-// KV, bf16 for fp8, int8 scores for int4 K; the caller checks that they apply), whose accumulators
-// are in their `element` order; V through the float step where they have no value step; nullptr:
-// the float steps.
-void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
-                 const LowPrecisionSteps* steps, float* state) {
-  const DF df;
-  const size_t lanes = hn::Lanes(df);
-  const size_t dk = size_t(kv.head_dim_k), dv = size_t(kv.head_dim_v);
-  const size_t dk_pad = RoundUp(dk, lanes), dv_pad = RoundUp(dv, lanes);
-  const int group = item.group;
-  const int kv_heads = item.kv_heads;
-  const size_t q_heads = size_t(kv_heads) * size_t(group);  // Query heads of the item.
+// What an item's shape makes of the kernel: the head dims padded to whole vectors and which rows
+// take the fused decoders, the fused int4 decoder (with its group parameters decoded per chunk)
+// or the f32 tiles.
+struct ItemPlan {
+  size_t dk, dv;          // Head dims of K and V.
+  size_t dk_pad, dv_pad;  // Those rounded up to whole vectors.
+  int group, kv_heads;
+  size_t q_heads;       // Query heads of the item.
+  bool steps_values;    // The steps' value step, or the float one (scores-only steps).
+  bool k_int4, v_int4;  // Rows through the fused int4 decoder.
+  bool k_tile, v_tile;  // Rows decoded into the f32 tiles first.
+};
+
+HWY_INLINE ItemPlan PlanItem(const KvLayerView& kv, const AttentionItem& item,
+                             const LowPrecisionSteps* steps) {
+  const size_t lanes = hn::Lanes(DF());
+  ItemPlan plan;
+  plan.dk = size_t(kv.head_dim_k);
+  plan.dv = size_t(kv.head_dim_v);
+  plan.dk_pad = RoundUp(plan.dk, lanes);
+  plan.dv_pad = RoundUp(plan.dv, lanes);
+  plan.group = item.group;
+  plan.kv_heads = item.kv_heads;
+  plan.q_heads = size_t(plan.kv_heads) * size_t(plan.group);
   // Fused decode when whole loads of the row decoder (RowVectors x Lanes elements) cover the
   // row (int4: where its groups are 32 elements, a whole number of Int4Row's blocks); else decode
   // rows into the f32 tiles.
   static_assert(32 % (2 * kMaxLanes) == 0);
-  // The steps' value step, or the float one (scores-only steps).
-  const bool steps_values = steps != nullptr && steps->accumulate != nullptr;
-  const bool k_int4 = steps == nullptr && kv.k_dtype == KvDtype::kInt4 && dk % 32 == 0;
-  const bool v_int4 = !steps_values && kv.v_dtype == KvDtype::kInt4 && dv % 32 == 0;
+  plan.steps_values = steps != nullptr && steps->accumulate != nullptr;
+  plan.k_int4 = steps == nullptr && kv.k_dtype == KvDtype::kInt4 && plan.dk % 32 == 0;
+  plan.v_int4 = !plan.steps_values && kv.v_dtype == KvDtype::kInt4 && plan.dv % 32 == 0;
   const auto load_span = [lanes](KvDtype dtype) {
     return lanes * size_t(WithRow(dtype, []<class Row>() { return RowVectors<Row>(); }));
   };
-  const bool k_tile = steps == nullptr && ((kv.k_dtype == KvDtype::kInt4 && !k_int4) ||
-                                           dk % load_span(kv.k_dtype) != 0);
-  const bool v_tile = !steps_values && ((kv.v_dtype == KvDtype::kInt4 && !v_int4) ||
-                                        dv % load_span(kv.v_dtype) != 0);
+  plan.k_tile = steps == nullptr && ((kv.k_dtype == KvDtype::kInt4 && !plan.k_int4) ||
+                                     plan.dk % load_span(kv.k_dtype) != 0);
+  plan.v_tile = !plan.steps_values && ((kv.v_dtype == KvDtype::kInt4 && !plan.v_int4) ||
+                                       plan.dv % load_span(kv.v_dtype) != 0);
+  return plan;
+}
 
-  thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
-  Scratch& sc = scratch;
-  sc.acc.assign(q_heads * dv_pad, 0.0f);
-  if (k_tile) sc.ktile.assign(size_t(kChunk) * dk_pad, 0.0f);
-  if (v_tile) sc.vtile.assign(size_t(kChunk) * dv_pad, 0.0f);
-  if (k_int4) sc.kparams.resize(Int4ParamsFloats(dk));
-  if (v_int4) sc.vparams.resize(Int4ParamsFloats(dv));
-  if (steps != nullptr) {  // q in the steps' encoding, per head.
-    sc.q16.resize(q_heads * dk);
-    sc.q_scale.resize(q_heads);
-    for (size_t g = 0; g < q_heads; ++g) {
-      steps->quantize_query(item.q + g * dk, dk, sc.q16.data() + g * dk, &sc.q_scale[g]);
-    }
-  } else {
-    // q in the float score step's layout: per KV head and head tile of up to kMaxHeads of its
-    // query heads (h0 = 0, 4, ..), [dk_pad / lanes][heads][lanes] at (kv head * group + h0) *
-    // dk_pad (one pointer and constant offsets reach every head's slice), elements in the K row
-    // decoder's order (Int4Row's for fused int4).
-    sc.q.assign(q_heads * dk_pad, 0.0f);
-    for (size_t qh = 0; qh < q_heads; ++qh) {
-      const int g = int(qh % size_t(group));
-      const int h0 = g / kMaxHeads * kMaxHeads, heads = std::min(kMaxHeads, group - h0);
-      const float* src = item.q + qh * dk;
-      float* tile = sc.q.data() + (qh - size_t(g - h0)) * dk_pad + size_t(g - h0) * lanes;
-      for (size_t i = 0; i < dk; ++i) {
-        tile[(i / lanes * size_t(heads)) * lanes + i % lanes] =
-            src[k_int4 ? Int4RowElement(i, lanes) : i];
-      }
+// q in the float score step's layout: per KV head and head tile of up to kMaxHeads of its query
+// heads (h0 = 0, 4, ..), [dk_pad / lanes][heads][lanes] at (kv head * group + h0) * dk_pad (one
+// pointer and constant offsets reach every head's slice), elements in the K row decoder's order
+// (Int4Row's for fused int4).
+HWY_INLINE void TileQuery(const ItemPlan& plan, const float* q, std::vector<float>& tiled) {
+  const size_t lanes = hn::Lanes(DF());
+  const int group = plan.group;
+  tiled.assign(plan.q_heads * plan.dk_pad, 0.0f);
+  for (size_t qh = 0; qh < plan.q_heads; ++qh) {
+    const int g = int(qh % size_t(group));
+    const int h0 = g / kMaxHeads * kMaxHeads, heads = std::min(kMaxHeads, group - h0);
+    const float* src = q + qh * plan.dk;
+    float* tile = tiled.data() + (qh - size_t(g - h0)) * plan.dk_pad + size_t(g - h0) * lanes;
+    for (size_t i = 0; i < plan.dk; ++i) {
+      tile[(i / lanes * size_t(heads)) * lanes + i % lanes] =
+          src[plan.k_int4 ? Int4RowElement(i, lanes) : i];
     }
   }
-  const size_t state_stride = PartialStateFloats(group, kv.head_dim_v);
-  for (int j = 0; j < kv_heads; ++j) {
+}
+
+// Sizes the scratch for the item and puts its q in the steps' encoding (per head) or the float
+// score step's layout (TileQuery).
+HWY_INLINE void PrepareScratch(const ItemPlan& plan, const AttentionItem& item,
+                               const LowPrecisionSteps* steps, Scratch& sc) {
+  sc.acc.assign(plan.q_heads * plan.dv_pad, 0.0f);
+  if (plan.k_tile) sc.ktile.assign(size_t(kChunk) * plan.dk_pad, 0.0f);
+  if (plan.v_tile) sc.vtile.assign(size_t(kChunk) * plan.dv_pad, 0.0f);
+  if (plan.k_int4) sc.kparams.resize(Int4ParamsFloats(plan.dk));
+  if (plan.v_int4) sc.vparams.resize(Int4ParamsFloats(plan.dv));
+  if (steps != nullptr) {  // q in the steps' encoding, per head.
+    sc.q16.resize(plan.q_heads * plan.dk);
+    sc.q_scale.resize(plan.q_heads);
+    for (size_t g = 0; g < plan.q_heads; ++g) {
+      steps->quantize_query(item.q + g * plan.dk, plan.dk, sc.q16.data() + g * plan.dk,
+                            &sc.q_scale[g]);
+    }
+  } else {
+    TileQuery(plan, item.q, sc.q);
+  }
+}
+
+// Every KV head's m = -inf and l = 0 in the partial state (PartialStateFloats apart).
+HWY_INLINE void InitState(const ItemPlan& plan, size_t state_stride, float* state) {
+  const int group = plan.group;
+  for (int j = 0; j < plan.kv_heads; ++j) {
     float* st = state + size_t(j) * state_stride;
     for (int g = 0; g < group; ++g) {
       st[g] = kNegInf;       // m
       st[group + g] = 0.0f;  // l
     }
   }
+}
 
-  ScoresFn scores_fn[kMaxHeads];
-  AccumulateFn acc_fn[kMaxHeads];
-  for (int h = 1; h <= kMaxHeads; ++h) {
-    scores_fn[h - 1] = WithRow(k_tile ? KvDtype::kF32 : kv.k_dtype,
-                               [h]<class Row>() { return ScoresFor<Row>(h); });
-    acc_fn[h - 1] = WithRow(v_tile ? KvDtype::kF32 : kv.v_dtype,
-                            [h]<class Row>() { return AccumulateFor<Row>(h); });
+// Readies a unit's rows for the steps: the fused int4 decoder's group parameters, or the rows
+// decoded into the f32 tiles (the rows then point at the copies); the rows padded to whole score
+// micro-tiles; with v_into_l1 the V rows requested into L1.
+HWY_INLINE void PrepareUnitRows(const KvLayerView& kv, const ItemPlan& plan, bool v_into_l1,
+                                KvRowRefs* rows, int n, uint64_t starts, Scratch& sc) {
+  if (plan.k_int4) {
+    DecodeInt4Params<&KvRowRefs::k_scale>(rows, n, starts, plan.dk / 32, sc.kparams.data());
   }
+  if (plan.v_int4) {
+    DecodeInt4Params<&KvRowRefs::v_scale>(rows, n, starts, plan.dv / 32, sc.vparams.data());
+  }
+  for (int t = 0; t < n; ++t) {  // Tiles: decode, then point the rows at the f32 copies.
+    if (plan.k_tile) {
+      float* dst = sc.ktile.data() + size_t(t) * plan.dk_pad;
+      DecodeRow(kv.k_dtype, rows[t].k_data, rows[t].k_scale, int(plan.dk), dst);
+      rows[t].k_data = reinterpret_cast<const uint8_t*>(dst);
+    }
+    if (plan.v_tile) {
+      float* dst = sc.vtile.data() + size_t(t) * plan.dv_pad;
+      DecodeRow(kv.v_dtype, rows[t].v_data, rows[t].v_scale, int(plan.dv), dst);
+      rows[t].v_data = reinterpret_cast<const uint8_t*>(dst);
+    }
+  }
+  for (int t = n; t % kPosTile != 0; ++t) rows[t] = rows[n - 1];  // Whole score micro-tiles.
+  if (v_into_l1) {
+    for (int t = 0; t < n; ++t) PrefetchBytes<3>(rows[t].v_data, kv.v_row_bytes);
+  }
+}
+
+// The float steps' functions per head count (index heads - 1), for the rows' decoders (f32 where
+// they go through the tiles).
+struct FloatSteps {
+  ScoresFn scores[kMaxHeads];
+  AccumulateFn accumulate[kMaxHeads];
+};
+
+HWY_INLINE FloatSteps FloatStepsFor(const KvLayerView& kv, const ItemPlan& plan) {
+  FloatSteps fs;
+  for (int h = 1; h <= kMaxHeads; ++h) {
+    fs.scores[h - 1] = WithRow(plan.k_tile ? KvDtype::kF32 : kv.k_dtype,
+                               [h]<class Row>() { return ScoresFor<Row>(h); });
+    fs.accumulate[h - 1] = WithRow(plan.v_tile ? KvDtype::kF32 : kv.v_dtype,
+                                   [h]<class Row>() { return AccumulateFor<Row>(h); });
+  }
+  return fs;
+}
+
+// Steps 1 to 3 of one unit (rows[0, n) of one KV head, whose first query head in the item is
+// head0) for each head tile of its group, updating the head's m and l and its accumulators.
+HWY_INLINE void UnitHeadTiles(const ItemPlan& plan, const LowPrecisionSteps* steps,
+                              const FloatSteps& fs, float scale, const KvRowRefs* rows, int n,
+                              uint64_t starts, size_t head0, const PrefetchList& pf, float* m,
+                              float* l, Scratch& sc, float* scores, float* p, float* alpha) {
+  const int group = plan.group;
+  const size_t dk = plan.dk, dk_pad = plan.dk_pad, dv = plan.dv, dv_pad = plan.dv_pad;
+  for (int h0 = 0; h0 < group; h0 += kMaxHeads) {
+    const int heads = std::min(kMaxHeads, group - h0);
+    const size_t qh = head0 + size_t(h0);  // The tile's first query head in the item.
+    // The first head tile prefetches, all while computing scores (spreading half of it over
+    // the V step was slower paged: 7.4 -> 9.4 ms f16, 6.6 -> 7.7 ms int8, 1 thread).
+    const PrefetchList pf_scores = h0 == 0 ? pf : PrefetchList{};
+    if (steps != nullptr) {
+      steps->scores(rows, n, starts, sc.q16.data() + qh * dk, sc.q_scale.data() + qh, heads, dk,
+                    scores, pf_scores);
+    } else {
+      fs.scores[heads - 1](rows, n, sc.q.data() + qh * dk_pad, dk_pad, scores, pf_scores);
+    }
+    SoftmaxStep(scores, n, heads, scale, m + h0, l + h0, alpha, p);
+    if (plan.steps_values) {
+      steps->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad, dv_pad,
+                        l + h0);
+    } else {
+      fs.accumulate[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + qh * dv_pad, dv_pad);
+    }
+  }
+}
+
+// Copies the accumulators into the partial state, in row element order (un-permuting the steps'
+// `element` order or the fused int4 decoder's).
+HWY_INLINE void StoreAccumulators(const ItemPlan& plan, const LowPrecisionSteps* steps,
+                                  size_t state_stride, Scratch& sc, float* state) {
+  const size_t lanes = hn::Lanes(DF());
+  const size_t dv = plan.dv;
+  if (plan.steps_values) {  // One call per element, not per element and head.
+    sc.element.resize(dv);
+    for (size_t i = 0; i < dv; ++i) sc.element[i] = uint32_t(steps->element(i));
+  }
+  for (size_t qh = 0; qh < plan.q_heads; ++qh) {
+    const size_t j = qh / size_t(plan.group), g = qh % size_t(plan.group);
+    float* acc = state + j * state_stride + 2 * size_t(plan.group) + g * dv;
+    const float* src = sc.acc.data() + qh * plan.dv_pad;
+    if (plan.steps_values) {
+      for (size_t i = 0; i < dv; ++i) acc[sc.element[i]] = src[i];
+    } else if (plan.v_int4) {
+      for (size_t i = 0; i < dv; ++i) acc[Int4RowElement(i, lanes)] = src[i];
+    } else {
+      std::memcpy(acc, src, dv * sizeof(float));
+    }
+  }
+}
+
+// steps: K and V through these steps instead of the float ones (attention_steps.h: int16 for int8
+// KV, bf16 for fp8, int8 scores for int4 K; the caller checks that they apply), whose accumulators
+// are in their `element` order; V through the float step where they have no value step; nullptr:
+// the float steps.
+void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,
+                 const LowPrecisionSteps* steps, float* state) {
+  const ItemPlan plan = PlanItem(kv, item, steps);
+  const int group = plan.group;
+  const int kv_heads = plan.kv_heads;
+
+  thread_local Scratch scratch;  // Grows to the largest shape seen; no allocation after that.
+  Scratch& sc = scratch;
+  PrepareScratch(plan, item, steps, sc);
+  const size_t state_stride = PartialStateFloats(group, kv.head_dim_v);
+  InitState(plan, state_stride, state);
+  const FloatSteps fs = FloatStepsFor(kv, plan);
 
   // With the units ahead requested into L2, the float value step would read a unit's V rows
   // from there, which its accumulation chains overlap less well than the score step does; so
   // they are requested into L1 before the unit's scores. Measured: f16 at 32k paged 4-7% faster
   // from memory, 5-7% slower with the KV in L3; the integer and bf16 value steps were 2-3%
   // slower with it, so they go without (docs/bench-attention.md).
-  const bool v_into_l1 = prefetch == KvPrefetchLevel::kL2 && !steps_values;
+  const bool v_into_l1 = prefetch == KvPrefetchLevel::kL2 && !plan.steps_values;
   // Rows of units u .. u + ahead in a ring of ahead + 1 buffers: unit u is computed while the
   // rows of unit u + ahead are prefetched (the ones in between were requested earlier).
   const size_t unit_bytes = size_t(kChunk) * (kv.k_row_bytes + kv.v_row_bytes);
@@ -528,68 +385,12 @@ void PartialImpl(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLev
       pf.rows = row_bufs[later];
       pf.n = row_counts[later];
     }
-    if (k_int4) {
-      DecodeInt4Params<&KvRowRefs::k_scale>(rows, n, starts, dk / 32, sc.kparams.data());
-    }
-    if (v_int4) {
-      DecodeInt4Params<&KvRowRefs::v_scale>(rows, n, starts, dv / 32, sc.vparams.data());
-    }
-    for (int t = 0; t < n; ++t) {  // Tiles: decode, then point the rows at the f32 copies.
-      if (k_tile) {
-        float* dst = sc.ktile.data() + size_t(t) * dk_pad;
-        DecodeRow(kv.k_dtype, rows[t].k_data, rows[t].k_scale, int(dk), dst);
-        rows[t].k_data = reinterpret_cast<const uint8_t*>(dst);
-      }
-      if (v_tile) {
-        float* dst = sc.vtile.data() + size_t(t) * dv_pad;
-        DecodeRow(kv.v_dtype, rows[t].v_data, rows[t].v_scale, int(dv), dst);
-        rows[t].v_data = reinterpret_cast<const uint8_t*>(dst);
-      }
-    }
-    for (int t = n; t % kPosTile != 0; ++t) rows[t] = rows[n - 1];  // Whole score micro-tiles.
-    if (v_into_l1) {
-      for (int t = 0; t < n; ++t) PrefetchBytes<3>(rows[t].v_data, kv.v_row_bytes);
-    }
+    PrepareUnitRows(kv, plan, v_into_l1, rows, n, starts, sc);
     float* st = state + size_t(u % kv_heads) * state_stride;
-    float* m = st;
-    float* l = st + group;
-    for (int h0 = 0; h0 < group; h0 += kMaxHeads) {
-      const int heads = std::min(kMaxHeads, group - h0);
-      const size_t qh = head0 + size_t(h0);  // The tile's first query head in the item.
-      // The first head tile prefetches, all while computing scores (spreading half of it over
-      // the V step was slower paged: 7.4 -> 9.4 ms f16, 6.6 -> 7.7 ms int8, 1 thread).
-      const PrefetchList pf_scores = h0 == 0 ? pf : PrefetchList{};
-      if (steps != nullptr) {
-        steps->scores(rows, n, starts, sc.q16.data() + qh * dk, sc.q_scale.data() + qh, heads, dk,
-                      scores, pf_scores);
-      } else {
-        scores_fn[heads - 1](rows, n, sc.q.data() + qh * dk_pad, dk_pad, scores, pf_scores);
-      }
-      SoftmaxStep(scores, n, heads, item.scale, m + h0, l + h0, alpha, p);
-      if (steps_values) {
-        steps->accumulate(rows, n, starts, p, alpha, heads, dv, sc.acc.data() + qh * dv_pad, dv_pad,
-                          l + h0);
-      } else {
-        acc_fn[heads - 1](rows, n, p, alpha, dv_pad, sc.acc.data() + qh * dv_pad, dv_pad);
-      }
-    }
+    UnitHeadTiles(plan, steps, fs, item.scale, rows, n, starts, head0, pf, /*m=*/st,
+                  /*l=*/st + group, sc, scores, p, alpha);
   }
-  if (steps_values) {  // One call per element, not per element and head.
-    sc.element.resize(dv);
-    for (size_t i = 0; i < dv; ++i) sc.element[i] = uint32_t(steps->element(i));
-  }
-  for (size_t qh = 0; qh < q_heads; ++qh) {
-    const size_t j = qh / size_t(group), g = qh % size_t(group);
-    float* acc = state + j * state_stride + 2 * size_t(group) + g * dv;
-    const float* src = sc.acc.data() + qh * dv_pad;
-    if (steps_values) {
-      for (size_t i = 0; i < dv; ++i) acc[sc.element[i]] = src[i];
-    } else if (v_int4) {
-      for (size_t i = 0; i < dv; ++i) acc[Int4RowElement(i, lanes)] = src[i];
-    } else {
-      std::memcpy(acc, src, dv * sizeof(float));
-    }
-  }
+  StoreAccumulators(plan, steps, state_stride, sc, state);
 }
 
 void PartialT(const KvLayerView& kv, const AttentionItem& item, KvPrefetchLevel prefetch,

@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/attention/attention_kernel.h"
 #include "base/check.h"
 #include "base/cpu_features.h"
+#include "kernels/attention/attention_kernel.h"
 
 namespace kvengine {
 
@@ -192,7 +192,7 @@ void RunBalanced(ThreadPool* pool, int64_t n, const std::vector<int64_t>& prefix
 }  // namespace
 
 void PagedAttention(const KvLayerView& kv, std::span<const int32_t> table, const float* q,
-                    int n_heads, int64_t pos, float scale, float* out, float* /*scratch*/) {
+                    int n_heads, int64_t pos, float scale, float* out) {
   const AttentionQuery query{table, q, pos, out};
   PagedAttentionBatch(kv, std::span<const AttentionQuery>(&query, 1), n_heads, scale, nullptr);
 }

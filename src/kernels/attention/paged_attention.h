@@ -45,9 +45,8 @@ VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos);
 
 // q: [n_heads][head_dim_k]; out: [n_heads][head_dim_v]. Query head h reads KV head
 // h / (n_heads / num_kv_heads) (GQA/MQA without duplicating K/V). Scores are q.k * scale.
-// Every visible position must be in a block the table holds (KV_CHECK). `scratch` is no longer
-// used (may be nullptr); kept so existing callers compile. Same code path and bits as a
-// one-query PagedAttentionBatch without a pool.
+// Every visible position must be in a block the table holds (KV_CHECK). Same code path and bits
+// as a one-query PagedAttentionBatch without a pool.
 //
 // How it runs (attention_kernel.h, paged_attention.cc): one fused single pass per (query, run of
 // KV heads, partition of 2048 positions), the item's KV heads taken in turn per chunk of 64
@@ -56,7 +55,7 @@ VisibleRange VisiblePositions(const KvLayerView& kv, int64_t pos);
 // products, attention_int16.h); the partitions' partial softmax states are merged in ascending
 // order.
 void PagedAttention(const KvLayerView& kv, std::span<const int32_t> block_table, const float* q,
-                    int n_heads, int64_t pos, float scale, float* out, float* scratch);
+                    int n_heads, int64_t pos, float scale, float* out);
 
 // One token's query against one layer's KV (see PagedAttentionBatch).
 struct AttentionQuery {

@@ -80,7 +80,6 @@ void RunCase(const Case& c, bool release_window) {
     ASSERT_TRUE(m->MarkComputed(1, T).ok());
   }
   std::vector<float> q(size_t(n_heads) * size_t(c.head_dim)), out(q.size()), ref(q.size());
-  std::vector<float> scratch(size_t(n_heads) * size_t(T));
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   const bool int16_int8 = c.dtype == KvDtype::kInt8 && DefaultAttentionKernels().int8_int16;
   for (int l = 0; l < layers; ++l) {
@@ -93,8 +92,7 @@ void RunCase(const Case& c, bool release_window) {
                                   : kAttentionTolerance * 8;
     for (int64_t pos = release_window ? T - 1 : 0; pos < T; ++pos) {
       for (auto& x : q) x = nd(rng);
-      PagedAttention(view, m->BlockTable(1, 0), q.data(), n_heads, pos, scale, out.data(),
-                     scratch.data());
+      PagedAttention(view, m->BlockTable(1, 0), q.data(), n_heads, pos, scale, out.data());
       ContiguousAttentionRef(view, kc[size_t(l)].data(), vc[size_t(l)].data(), q.data(), n_heads,
                              pos, scale, ref.data());
       for (size_t i = 0; i < out.size(); ++i) {
