@@ -17,6 +17,7 @@ PACKAGES=(
   libicu-dev
   # Tests and micro-benchmarks; curl and jq drive the server in tests/e2e/curl_test.sh.
   libgtest-dev libgmock-dev libbenchmark-dev curl jq
+  python3  # scripts/check_sizes.py: the file and function size limits scripts/test.sh checks.
 )
 
 # Node.js 20 with npm runs the openai client in the end-to-end tests; machines that already

@@ -12,6 +12,10 @@ fuzz_seconds="${KVENGINE_FUZZ_SECONDS:-20}"
 
 scripts/install-deps.sh
 
+echo "== Layout: no C++ file over 600 lines, no function over 120 (scripts/check_sizes.py)"
+# The engine-never-links-an-application check runs in every configure (kvengine_check_layers).
+python3 scripts/check_sizes.py
+
 echo "== Release build and all tests"
 scripts/build.sh release
 ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs"

@@ -48,6 +48,89 @@ Result<std::vector<int32_t>> ParseIds(const std::string& text) {
   return ids;
 }
 
+// What a finished run reports, in either output format.
+struct RunReport {
+  const std::string& model_path;
+  const std::vector<int32_t>& prompt;
+  const GenerateResult& result;
+  const std::string& text;  // The whole generated text.
+  const KvDtypeMap& dtypes;
+  const KvPlan& plan;
+  const KvCacheManager& kv;
+  const std::vector<int32_t>& max_used_blocks;  // [group] most blocks held during the run.
+  int threads = 0;
+  int top_logits = 0;
+  double prefill_tps = 0;
+  double decode_tps = 0;
+};
+
+// --json: one object on stdout.
+void PrintRunJson(const RunReport& rr) {
+  const GenerateResult* r = &rr.result;
+  nlohmann::ordered_json j;
+  j["model"] = rr.model_path;
+  j["prompt_token_ids"] = rr.prompt;
+  j["output_token_ids"] = r->output_ids;
+  j["text"] = rr.text;
+  j["prefill_tokens_per_s"] = rr.prefill_tps;
+  j["decode_tokens_per_s"] = rr.decode_tps;
+  j["kv_dtype"] = rr.dtypes.Describe();
+  j["kv_bytes_per_token"] = rr.plan.kv_bytes_per_token;
+  j["kv_bytes_in_use"] = r->kv_bytes_in_use;
+  j["threads"] = rr.threads;
+  j["kernel_target"] = ActiveKernelTarget();
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (int g = 0; g < rr.kv.num_groups(); ++g) {
+    const KvGroupSpec& spec = rr.kv.group(g).spec();
+    const GroupPlan& gp = rr.plan.groups[size_t(g)];
+    nlohmann::ordered_json o;
+    o["kind"] = KvGroupKindName(spec.kind);
+    o["layers"] = spec.layers.size();
+    o["window"] = spec.window;
+    o["bytes_per_block"] = gp.bytes_per_block;
+    o["planned_blocks_per_sequence"] = gp.blocks_per_sequence;
+    o["max_used_blocks"] = rr.max_used_blocks[size_t(g)];
+    o["max_used_bytes"] = uint64_t(rr.max_used_blocks[size_t(g)]) * gp.bytes_per_block;
+    groups.push_back(o);
+  }
+  j["kv_groups"] = groups;
+  if (rr.top_logits > 0) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : r->prompt_top_logits) {
+      nlohmann::json entries = nlohmann::json::array();
+      for (const auto& [id, logit] : row) entries.push_back({id, logit});
+      rows.push_back(entries);
+    }
+    j["prompt_top_logits"] = rows;
+  }
+  std::printf("%s\n", j.dump().c_str());
+}
+
+// Text: the end of the streamed text, then one line of figures (and one of KV groups for hybrid
+// and windowed models).
+void PrintRunText(const RunReport& rr, const std::string& tail) {
+  const GenerateResult* r = &rr.result;
+  std::printf("%s\n", tail.c_str());
+  std::printf("[prompt %zu tokens, generated %zu | prefill %.1f tok/s, decode %.1f tok/s | KV %s, "
+              "%llu bytes/token, %s in use | %d threads, %s]\n",
+              rr.prompt.size(), r->output_ids.size(), rr.prefill_tps, rr.decode_tps,
+              rr.dtypes.Describe().c_str(),
+              static_cast<unsigned long long>(rr.plan.kv_bytes_per_token),
+              FormatBytes(r->kv_bytes_in_use).c_str(), rr.threads, ActiveKernelTarget().c_str());
+  if (rr.kv.num_groups() > 1 || rr.kv.group(0).spec().windowed()) {
+    // Hybrid and windowed models: each group's peak, so a bounded window is visible.
+    std::string line;
+    for (int g = 0; g < rr.kv.num_groups(); ++g) {
+      const KvGroupSpec& spec = rr.kv.group(g).spec();
+      const uint64_t bpb = rr.plan.groups[size_t(g)].bytes_per_block;
+      line += (g ? " | " : "") + spec.Describe() + ": at most " +
+              std::to_string(rr.max_used_blocks[size_t(g)]) + " blocks (" +
+              FormatBytes(uint64_t(rr.max_used_blocks[size_t(g)]) * bpb) + ")";
+    }
+    std::printf("[KV groups: %s]\n", line.c_str());
+  }
+}
+
 int RunRun(RunFlags& f) {
   if (!f.isa.empty()) {
     Status s = ForceKernelTarget(f.isa);
@@ -127,63 +210,12 @@ int RunRun(RunFlags& f) {
   const double prefill_tps = r->prefill_seconds > 0 ? r->prefill_tokens / r->prefill_seconds : 0;
   const double decode_n = double(r->output_ids.size() > 0 ? r->output_ids.size() - 1 : 0);
   const double decode_tps = r->decode_seconds > 0 ? decode_n / r->decode_seconds : 0;
+  const RunReport report{mf->path, prompt, *r, text, *dtypes, *plan, **kv, max_used_blocks,
+                         threads, f.top_logits, prefill_tps, decode_tps};
   if (f.common.json) {
-    nlohmann::ordered_json j;
-    j["model"] = mf->path;
-    j["prompt_token_ids"] = prompt;
-    j["output_token_ids"] = r->output_ids;
-    j["text"] = text;
-    j["prefill_tokens_per_s"] = prefill_tps;
-    j["decode_tokens_per_s"] = decode_tps;
-    j["kv_dtype"] = dtypes->Describe();
-    j["kv_bytes_per_token"] = plan->kv_bytes_per_token;
-    j["kv_bytes_in_use"] = r->kv_bytes_in_use;
-    j["threads"] = threads;
-    j["kernel_target"] = ActiveKernelTarget();
-    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
-    for (int g = 0; g < (*kv)->num_groups(); ++g) {
-      const KvGroupSpec& spec = (*kv)->group(g).spec();
-      const GroupPlan& gp = plan->groups[size_t(g)];
-      nlohmann::ordered_json o;
-      o["kind"] = KvGroupKindName(spec.kind);
-      o["layers"] = spec.layers.size();
-      o["window"] = spec.window;
-      o["bytes_per_block"] = gp.bytes_per_block;
-      o["planned_blocks_per_sequence"] = gp.blocks_per_sequence;
-      o["max_used_blocks"] = max_used_blocks[size_t(g)];
-      o["max_used_bytes"] = uint64_t(max_used_blocks[size_t(g)]) * gp.bytes_per_block;
-      groups.push_back(o);
-    }
-    j["kv_groups"] = groups;
-    if (f.top_logits > 0) {
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& row : r->prompt_top_logits) {
-        nlohmann::json entries = nlohmann::json::array();
-        for (const auto& [id, logit] : row) entries.push_back({id, logit});
-        rows.push_back(entries);
-      }
-      j["prompt_top_logits"] = rows;
-    }
-    std::printf("%s\n", j.dump().c_str());
-    return 0;
-  }
-  std::printf("%s\n", tail.c_str());
-  std::printf("[prompt %zu tokens, generated %zu | prefill %.1f tok/s, decode %.1f tok/s | KV %s, "
-              "%llu bytes/token, %s in use | %d threads, %s]\n",
-              prompt.size(), r->output_ids.size(), prefill_tps, decode_tps,
-              dtypes->Describe().c_str(), static_cast<unsigned long long>(plan->kv_bytes_per_token),
-              FormatBytes(r->kv_bytes_in_use).c_str(), threads, ActiveKernelTarget().c_str());
-  if ((*kv)->num_groups() > 1 || (*kv)->group(0).spec().windowed()) {
-    // Hybrid and windowed models: each group's peak, so a bounded window is visible.
-    std::string line;
-    for (int g = 0; g < (*kv)->num_groups(); ++g) {
-      const KvGroupSpec& spec = (*kv)->group(g).spec();
-      const uint64_t bpb = plan->groups[size_t(g)].bytes_per_block;
-      line += (g ? " | " : "") + spec.Describe() + ": at most " +
-              std::to_string(max_used_blocks[size_t(g)]) + " blocks (" +
-              FormatBytes(uint64_t(max_used_blocks[size_t(g)]) * bpb) + ")";
-    }
-    std::printf("[KV groups: %s]\n", line.c_str());
+    PrintRunJson(report);
+  } else {
+    PrintRunText(report, tail);
   }
   return 0;
 }
