@@ -165,7 +165,9 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   }
   KV_ASSIGN_OR_RETURN(l.engine, Engine::Create(l.model, eo));
   l.engine->Start();
-  l.chat_template = server::ChatTemplate::FromGguf(*mf.file);
+  // The GGUF's chat template, when it has one as a string (kPlain otherwise).
+  Result<std::string_view> chat_template = mf.file->GetString("tokenizer.chat_template");
+  l.chat_template = server::ChatTemplate::Detect(chat_template.ok() ? *chat_template : "");
   l.name = f.served_model_name.empty() ? f.common.model : f.served_model_name;
   const std::string w(who);
   if (mf.synthetic) {

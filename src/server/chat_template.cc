@@ -149,12 +149,6 @@ ChatTemplate ChatTemplate::Detect(std::string_view src) {
   return ChatTemplate(ChatTemplateFamily::kPlain);
 }
 
-ChatTemplate ChatTemplate::FromGguf(const GgufFile& file) {
-  Result<std::string_view> src = file.GetString("tokenizer.chat_template");
-  if (!src.ok()) return ChatTemplate();
-  return Detect(*src);
-}
-
 std::string_view ChatTemplate::name() const {
   switch (family_) {
     case ChatTemplateFamily::kPlain:

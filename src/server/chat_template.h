@@ -37,7 +37,6 @@
 #include <string_view>
 #include <vector>
 
-#include "gguf/gguf_reader.h"
 
 namespace kvengine::server {
 
@@ -64,10 +63,9 @@ class ChatTemplate {
   ChatTemplate() = default;  // kPlain.
   explicit ChatTemplate(ChatTemplateFamily family) : family_(family) {}
 
-  // Recognizes the family of a template's source text; empty or unknown text gives kPlain.
+  // Recognizes the family of a template's source text (a GGUF's "tokenizer.chat_template");
+  // empty or unknown text gives kPlain.
   static ChatTemplate Detect(std::string_view template_source);
-  // From the GGUF's "tokenizer.chat_template" (kPlain when absent or not a string).
-  static ChatTemplate FromGguf(const GgufFile& file);
 
   ChatTemplateFamily family() const { return family_; }
   // "llama3", "chatml", "gemma", "llama2", "mistral", "phi3", "zephyr", "plain".
