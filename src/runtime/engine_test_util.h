@@ -44,7 +44,7 @@ inline std::shared_ptr<const Model> TinyModel() {
   return model;
 }
 
-inline std::filesystem::path StoriesPath() { return testing::ModelsDir() / "stories260K.gguf"; }
+using testing::StoriesPath;
 
 inline std::shared_ptr<const Model> StoriesModel() {
   testing::LoadedModel m = testing::LoadForTest(StoriesPath());
