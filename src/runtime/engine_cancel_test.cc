@@ -44,11 +44,18 @@ EventCallback Trigger(EventLog& log, std::function<void(int)> at_token) {
   };
 }
 
-// Submits `p` with Trigger(log, at_token), sets `*id` (which at_token may read) and starts the
-// engine.
-void SubmitAndStart(Engine& engine, EventLog& log, const RequestParams& p, RequestId* id,
-                    std::function<void(int)> at_token) {
-  auto r = engine.Submit(p, Trigger(log, std::move(at_token)));
+// A greedy request of 20 prompt tokens for `n` choices of up to `max_tokens` each.
+RequestParams Choices(int n, int64_t max_tokens) {
+  RequestParams p = GreedyRequest(20, max_tokens);
+  p.n = n;
+  return p;
+}
+
+// Submits Choices(n, max_tokens) with Trigger(log, at_token), sets `*id` (which at_token may
+// read) and starts the engine.
+void SubmitChoicesAndStart(Engine& engine, EventLog& log, int n, int64_t max_tokens, RequestId* id,
+                           std::function<void(int)> at_token) {
+  auto r = engine.Submit(Choices(n, max_tokens), Trigger(log, std::move(at_token)));
   ASSERT_TRUE(r.ok());
   *id = *r;
   engine.Start();
@@ -116,9 +123,7 @@ TEST(EngineCancelTest, CancelWhileDecodingWithChoices) {
   EventLog log;
   auto engine = MakeEngine(TinyModel(), BaseOptions(64));
   RequestId id = 0;
-  RequestParams p = GreedyRequest(20, 400);
-  p.n = 2;
-  ASSERT_NO_FATAL_FAILURE(SubmitAndStart(*engine, log, p, &id, [&](int k) {
+  ASSERT_NO_FATAL_FAILURE(SubmitChoicesAndStart(*engine, log, 2, 400, &id, [&](int k) {
     if (k == 6) engine->Cancel(id);
   }));
   ExpectCancelledOnce(log, id, 2);
@@ -137,9 +142,7 @@ TEST(EngineCancelTest, CancelTwiceInOneStep) {
   EventLog log;
   auto engine = MakeEngine(TinyModel(), BaseOptions(64));
   RequestId id = 0;
-  RequestParams p = GreedyRequest(20, 400);
-  p.n = 2;
-  ASSERT_NO_FATAL_FAILURE(SubmitAndStart(*engine, log, p, &id, [&](int k) {
+  ASSERT_NO_FATAL_FAILURE(SubmitChoicesAndStart(*engine, log, 2, 400, &id, [&](int k) {
     if (k != 4) return;
     engine->Cancel(id);
     engine->Cancel(id);
@@ -159,9 +162,7 @@ TEST(EngineCancelTest, StopChoiceEndsOneChoiceAndTheOthersGoOn) {
   EventLog log;
   auto engine = MakeEngine(TinyModel(), BaseOptions(64));
   RequestId id = 0;
-  RequestParams p = GreedyRequest(20, 12);
-  p.n = 3;
-  ASSERT_NO_FATAL_FAILURE(SubmitAndStart(*engine, log, p, &id, [&](int k) {
+  ASSERT_NO_FATAL_FAILURE(SubmitChoicesAndStart(*engine, log, 3, 12, &id, [&](int k) {
     engine->StopChoice(id, 1);  // Before the fork: ignored (no token).
     if (k == 4) {               // Choices 0 and 1 have 2 tokens each.
       engine->StopChoice(id, 1);
@@ -183,7 +184,7 @@ TEST(EngineCancelTest, StopChoiceEndsOneChoiceAndTheOthersGoOn) {
   }
   // The stopped choice's tokens are a prefix of running alone; the others are all of it.
   ExpectNothingAfterFinal(log.Events(id), 3);
-  const std::vector<int32_t> alone = RunAlone(*TinyModel(), p, 0);
+  const std::vector<int32_t> alone = RunAlone(*TinyModel(), Choices(3, 12), 0);
   EXPECT_EQ(log.Tokens(id, 0), alone);
   ExpectNoBlocksInUse(*engine);
   EXPECT_EQ(engine->Stats().requests_finished_total, 1);
