@@ -44,13 +44,8 @@ case "$what" in
       and (map(select(.kv_dtype == "int8")) | all(.[]; .arithmetic ==
         (if (.kernel | test("_(VNNI|I16)(_BF16)?$")) then "int16" else "f32" end)))' "$json"
     text=$("$bin" bench attention "${small[@]}" 2>&1)
-    if grep -q "paged / contiguous" <<<"$text" && grep -q "tokens/s over f16" <<<"$text" &&
-       grep -qE "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" <<<"$text" &&
-       grep -qE "^kernel [A-Z0-9_]+:.* for .*f16" <<<"$text"; then
-      pass attention_text
-    else
-      fail "attention_text: $text"
-    fi
+    check_text attention_text "$text" "paged / contiguous" "tokens/s over f16" \
+      "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" "^kernel [A-Z0-9_]+:.* for .*f16"
     svg="$scratch/attention.svg"
     # 8 rows, then int8's 4 over f16.
     check_svg attention_svg "$svg" 12 -- "$bin" bench attention "${small[@]}" --svg "$svg"
@@ -121,13 +116,8 @@ case "$what" in
     expect decode_int8_smaller '(map(select(.kv_dtype == "int8" and .depth == 64))[0].kv_bytes_per_step)
       < (map(select(.kv_dtype == "f16" and .depth == 64))[0].kv_bytes_per_step)' "$json"
     text=$("$bin" bench decode "${small[@]}" --kv-dtypes int8 2>&1)
-    if grep -q "filled with random values" <<<"$text" && grep -qE "^prefill int8 " <<<"$text" &&
-       grep -qE "^int8 +64 +1 " <<<"$text" &&
-       grep -qE "^kernels: [A-Z0-9_]+ \(weights\), [A-Z0-9_]+ \(attention\)" <<<"$text"; then
-      pass decode_text
-    else
-      fail "decode_text: $text"
-    fi
+    check_text decode_text "$text" "filled with random values" "^prefill int8 " "^int8 +64 +1 " \
+      "^kernels: [A-Z0-9_]+ \(weights\), [A-Z0-9_]+ \(attention\)"
     svg="$scratch/decode.svg"
     # Depths 0, 64; batches 1, 4; the prefill.
     check_svg decode_svg "$svg" 5 -- "$bin" bench decode "${small[@]}" --kv-dtypes int8 --svg "$svg"

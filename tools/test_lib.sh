@@ -30,6 +30,18 @@ check_error() {
     fail "$name: status $status, output: $(head -3 <<<"$out")"
   fi
 }
+# check_text NAME TEXT PATTERN...: TEXT matches every PATTERN (an extended regular expression).
+check_text() {
+  local name="$1" text="$2" pattern
+  shift 2
+  for pattern in "$@"; do
+    if ! grep -qE -- "$pattern" <<<"$text"; then
+      fail "$name: $text"
+      return
+    fi
+  done
+  pass "$name"
+}
 # check_svg NAME SVG TITLES -- command...: the command succeeds and writes SVG, a whole chart
 # (<svg ... </svg>) with TITLES <title> elements.
 check_svg() {
