@@ -203,7 +203,6 @@ TEST(SyntheticModelTest, EveryWeightTypeAndWindowReadsBack) {
     WrittenModel m;
     ASSERT_NO_FATAL_FAILURE(WriteAndReadBack(dir, text, &m));
     const SyntheticModelSpec* spec = &m.spec;
-    GgufFile* f = m.file.get();
     const ModelConfig* c = &m.config;
     EXPECT_EQ(c->n_layers, spec->n_layers) << text;
     EXPECT_EQ(c->n_kv_heads, spec->n_kv_heads) << text;
