@@ -218,11 +218,7 @@ TEST(EngineTest, LogprobsAreTheLogSoftmaxOfTheLogits) {
   EventLog log;
   auto engine = MakeEngine(model, BaseOptions(64));
   engine->Start();
-  RequestParams p;
-  p.prompt = Prompt(9);
-  p.max_tokens = 6;
-  p.sampling = Greedy();
-  p.ignore_eos = true;
+  RequestParams p = GreedyRequest(9, 6);
   p.logprobs = 5;
   auto id = engine->Submit(p, log.Callback());
   ASSERT_TRUE(id.ok());
