@@ -13,7 +13,7 @@
 #include "commands.h"
 #include "bench/perf/attention_bench.h"
 #include "progress.h"
-#include "report/attention_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine::cli {
 namespace {

@@ -14,7 +14,7 @@
 #include "model_files.h"
 #include "bench/perf/decode_bench.h"
 #include "progress.h"
-#include "report/decode_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine::cli {
 namespace {

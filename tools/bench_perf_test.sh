@@ -4,34 +4,9 @@
 # report has its tables, and bad flag values fail with a message.
 # Usage: bench_perf_test.sh KVENGINE_BINARY SCRATCH_DIR attention|decode
 set -uo pipefail
-bin="$1"
-scratch="$2"
 what="$3"
-mkdir -p "$scratch"
-export KVENGINE_CACHE="$scratch/cache"
-failures=0
-pass() { echo "ok   $1"; }
-fail() {
-  echo "FAIL $1"
-  failures=$((failures + 1))
-}
-# expect NAME JQ_FILTER FILE: the filter must print true.
-expect() {
-  if [ "$(jq -e "$2" "$3" 2>&1)" = "true" ]; then pass "$1"; else fail "$1: $2"; fi
-}
-# check_error NAME PATTERN -- command...: exit status 1 and a message matching PATTERN.
-check_error() {
-  local name="$1" pattern="$2"
-  shift 3
-  local out status
-  out=$("$@" 2>&1)
-  status=$?
-  if [ "$status" -eq 1 ] && grep -qE -- "$pattern" <<<"$out"; then
-    pass "$name"
-  else
-    fail "$name: status $status, output: $(head -3 <<<"$out")"
-  fi
-}
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 
 case "$what" in
   attention)
@@ -69,21 +44,11 @@ case "$what" in
       and (map(select(.kv_dtype == "int8")) | all(.[]; .arithmetic ==
         (if (.kernel | test("_(VNNI|I16)(_BF16)?$")) then "int16" else "f32" end)))' "$json"
     text=$("$bin" bench attention "${small[@]}" 2>&1)
-    if grep -q "paged / contiguous" <<<"$text" && grep -q "tokens/s over f16" <<<"$text" &&
-       grep -qE "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" <<<"$text" &&
-       grep -qE "^kernel [A-Z0-9_]+:.* for .*f16" <<<"$text"; then
-      pass attention_text
-    else
-      fail "attention_text: $text"
-    fi
+    check_text attention_text "$text" "paged / contiguous" "tokens/s over f16" \
+      "Read bandwidth, this run .*1 thread [0-9.]+ GB/s" "^kernel [A-Z0-9_]+:.* for .*f16"
     svg="$scratch/attention.svg"
-    if "$bin" bench attention "${small[@]}" --svg "$svg" > /dev/null &&
-       head -c 4 "$svg" | grep -q "<svg" && tail -1 "$svg" | grep -q "</svg>" &&
-       [ "$(grep -c "<title>" "$svg")" -eq 12 ]; then  # 8 rows, then int8's 4 over f16.
-      pass attention_svg
-    else
-      fail "attention_svg: $(head -c 300 "$svg" 2>&1)"
-    fi
+    # 8 rows, then int8's 4 over f16.
+    check_svg attention_svg "$svg" 12 -- "$bin" bench attention "${small[@]}" --svg "$svg"
     check_error attention_svg_unwritable "cannot write" -- "$bin" bench attention "${small[@]}" \
       --svg "$scratch/no/such/dir/a.svg"
     check_error attention_bad_dtype "kv-dtypes" -- "$bin" bench attention --kv-dtypes int7
@@ -151,21 +116,11 @@ case "$what" in
     expect decode_int8_smaller '(map(select(.kv_dtype == "int8" and .depth == 64))[0].kv_bytes_per_step)
       < (map(select(.kv_dtype == "f16" and .depth == 64))[0].kv_bytes_per_step)' "$json"
     text=$("$bin" bench decode "${small[@]}" --kv-dtypes int8 2>&1)
-    if grep -q "filled with random values" <<<"$text" && grep -qE "^prefill int8 " <<<"$text" &&
-       grep -qE "^int8 +64 +1 " <<<"$text" &&
-       grep -qE "^kernels: [A-Z0-9_]+ \(weights\), [A-Z0-9_]+ \(attention\)" <<<"$text"; then
-      pass decode_text
-    else
-      fail "decode_text: $text"
-    fi
+    check_text decode_text "$text" "filled with random values" "^prefill int8 " "^int8 +64 +1 " \
+      "^kernels: [A-Z0-9_]+ \(weights\), [A-Z0-9_]+ \(attention\)"
     svg="$scratch/decode.svg"
-    if "$bin" bench decode "${small[@]}" --kv-dtypes int8 --svg "$svg" > /dev/null &&
-       head -c 4 "$svg" | grep -q "<svg" && tail -1 "$svg" | grep -q "</svg>" &&
-       [ "$(grep -c "<title>" "$svg")" -eq 5 ]; then  # Depths 0, 64; batches 1, 4; the prefill.
-      pass decode_svg
-    else
-      fail "decode_svg: $(head -c 300 "$svg" 2>&1)"
-    fi
+    # Depths 0, 64; batches 1, 4; the prefill.
+    check_svg decode_svg "$svg" 5 -- "$bin" bench decode "${small[@]}" --kv-dtypes int8 --svg "$svg"
     # A run that fails leaves an existing chart file as it was.
     echo keep > "$scratch/keep.svg"
     "$bin" bench decode -m tiny --depths 1M --svg "$scratch/keep.svg" > /dev/null 2>&1

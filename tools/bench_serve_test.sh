@@ -4,15 +4,8 @@
 # report files, a run against a separate `kvengine serve` through --url, and clean errors.
 # Usage: bench_serve_test.sh KVENGINE_BINARY SCRATCH_DIR
 set -uo pipefail
-bin="$1"
-scratch="$2"
-mkdir -p "$scratch"
-export KVENGINE_CACHE="$scratch/cache"
-failures=0
-fail() {
-  echo "FAIL $1"
-  failures=$((failures + 1))
-}
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 # field NAME < json: the number after "NAME": (empty when null or absent).
 field() { grep -oE "\"$1\": -?[0-9][0-9.e+-]*" | head -1 | awk '{print $2}'; }
 # check_json NAME JSON EXPR...: each EXPR is "field op value" (op: == > >= <=), compared as numbers.
@@ -30,7 +23,7 @@ check_json() {
       ok=0
     fi
   done
-  [ "$ok" -eq 1 ] && echo "ok   $name"
+  [ "$ok" -eq 1 ] && pass "$name"
 }
 
 # sharegpt, 12 requests, 4 at a time.
@@ -107,7 +100,7 @@ expect_error() {  # expect_error NAME PATTERN -- command...
   msg=$("$@" 2>&1 >/dev/null)
   status=$?
   if [ "$status" -ne 0 ] && grep -qE -- "$pattern" <<<"$msg"; then
-    echo "ok   $name"
+    pass "$name"
   else
     fail "$name: status $status, message: $msg"
   fi

@@ -31,7 +31,7 @@
 #include "model/kv_groups.h"
 #include "model_files.h"
 #include "bench/perf/tier_bench.h"
-#include "report/tier_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine::cli {
 

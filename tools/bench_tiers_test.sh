@@ -8,34 +8,10 @@
 # skipped, unless CI is set (not "", "0" or "false"): then it fails.
 # Usage: bench_tiers_test.sh KVENGINE_BINARY SCRATCH_DIR
 set -uo pipefail
-bin="$1"
-scratch="$2"
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 rm -rf "$scratch"
 mkdir -p "$scratch"
-export KVENGINE_CACHE="$scratch/cache"
-failures=0
-pass() { echo "ok   $1"; }
-fail() {
-  echo "FAIL $1"
-  failures=$((failures + 1))
-}
-# expect NAME JQ_FILTER FILE: the filter must print true.
-expect() {
-  if [ "$(jq -e "$2" "$3" 2>&1)" = "true" ]; then pass "$1"; else fail "$1: $2"; fi
-}
-# check_error NAME PATTERN -- command...: exit status 1 and a message matching PATTERN.
-check_error() {
-  local name="$1" pattern="$2"
-  shift 3
-  local out status
-  out=$("$@" 2>&1)
-  status=$?
-  if [ "$status" -eq 1 ] && grep -qE -- "$pattern" <<<"$out"; then
-    pass "$name"
-  else
-    fail "$name: status $status, output: $(head -3 <<<"$out")"
-  fi
-}
 in_ci() { [ -n "${CI:-}" ] && [ "${CI}" != "0" ] && [ "${CI}" != "false" ]; }
 
 prompt=256
@@ -73,21 +49,11 @@ if grep -q "^bench tiers: (c) ram run 1/1" "$scratch/no-redis.err"; then pass pr
 else fail "progress_lines: $(head -3 "$scratch/no-redis.err")"; fi
 
 text=$("$bin" bench tiers "${small[@]}" 2>/dev/null)
-if grep -q "targets (#5)" <<<"$text" && grep -qE "^\(e\) redis +skipped" <<<"$text" &&
-   grep -qE "^\(d\) disk " <<<"$text"; then
-  pass text_report
-else
-  fail "text_report: $text"
-fi
+check_text text_report "$text" "targets \(#5\)" "^\(e\) redis +skipped" "^\(d\) disk "
 
 svg="$scratch/tiers.svg"
-if "$bin" bench tiers "${small[@]}" --svg "$svg" > /dev/null 2>&1 &&
-   head -c 4 "$svg" | grep -q "<svg" && tail -1 "$svg" | grep -q "</svg>" &&
-   [ "$(grep -c "<title>" "$svg")" -eq 8 ]; then  # TTFT of 4 rows; ram and disk, tier and raw.
-  pass svg_chart
-else
-  fail "svg_chart: $(head -c 300 "$svg" 2>&1)"
-fi
+# TTFT of 4 rows; ram and disk, tier and raw.
+check_svg svg_chart "$svg" 8 -- "$bin" bench tiers "${small[@]}" --svg "$svg"
 check_error svg_unwritable "cannot write" -- "$bin" bench tiers "${small[@]}" \
   --svg "$scratch/no/such/dir/t.svg"
 

@@ -2,11 +2,8 @@
 # End-to-end checks of the kvengine CLI: exit statuses and messages on bad input, JSON fields,
 # and the KV figures `run` reports. Usage: cli_test.sh KVENGINE_BINARY SCRATCH_DIR
 set -uo pipefail
-bin="$1"
-scratch="$2"
-mkdir -p "$scratch"
-export KVENGINE_CACHE="$scratch/cache"
-failures=0
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 check() {  # check NAME EXPECTED_STATUS PATTERN -- command...
   local name="$1" want="$2" pattern="$3"
   shift 4
@@ -18,7 +15,7 @@ check() {  # check NAME EXPECTED_STATUS PATTERN -- command...
     echo "$out" | head -20
     failures=$((failures + 1))
   else
-    echo "ok   $name"
+    pass "$name"
   fi
 }
 
@@ -41,10 +38,9 @@ map_new=$("$bin" plan -m tiny --kv-dtype-map "$scratch/dtype_map.json" --json | 
 map_old=$("$bin" plan -m tiny --kv-plan "$scratch/dtype_map.json" --json | grep -oE '"kv_bytes_per_token": [0-9]+')
 int8_all=$("$bin" plan -m tiny --kv-dtype int8 --json | grep -oE '"kv_bytes_per_token": [0-9]+')
 if [ -z "$map_new" ] || [ "$map_new" != "$map_old" ] || [ "$map_new" = "$int8_all" ]; then
-  echo "FAIL kv_dtype_map: --kv-dtype-map '$map_new', --kv-plan '$map_old', all int8 '$int8_all'"
-  failures=$((failures + 1))
+  fail "kv_dtype_map: --kv-dtype-map '$map_new', --kv-plan '$map_old', all int8 '$int8_all'"
 else
-  echo "ok   kv_dtype_map"
+  pass kv_dtype_map
 fi
 check kv_dtype_map_missing 105 "kv-dtype-map" -- "$bin" plan --kv-dtype-map "$scratch/none.json"
 
@@ -68,7 +64,7 @@ for pattern in '"prefix_hit_rate": 0\.[1-9]' '"contiguous_over_paged": ([2-9]|[1
     head -20 "$scratch/demo.json" "$scratch/demo.err"
     failures=$((failures + 1))
   else
-    echo "ok   demo_json $pattern"
+    pass "demo_json $pattern"
   fi
 done
 check demo_bad_model 1 "^kvengine: " -- "$bin" demo -m "$scratch/none.gguf"

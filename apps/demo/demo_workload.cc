@@ -13,6 +13,23 @@ int ScaleOne(int value, double factor) {
   return std::max(1, static_cast<int>(std::lround(value * factor)));
 }
 
+// Request `index` of `scenario`: `prefix` then `suffix`, arriving as `arrival` after request
+// `after`.
+DemoRequest PrefixedRequest(Scenario scenario, int index, const std::vector<int32_t>& prefix,
+                            const std::vector<int32_t>& suffix, Arrival arrival, int after,
+                            int64_t max_tokens) {
+  DemoRequest r;
+  r.scenario = scenario;
+  r.index = index;
+  r.tokens = prefix;
+  r.tokens.insert(r.tokens.end(), suffix.begin(), suffix.end());
+  r.arrival = arrival;
+  r.after = after;
+  r.max_tokens = max_tokens;
+  r.prompt_tokens = static_cast<int64_t>(r.tokens.size());
+  return r;
+}
+
 }  // namespace
 
 std::string_view ScenarioName(Scenario scenario) {
@@ -182,19 +199,12 @@ Result<Workload> BuildWorkload(const Tokenizer& tokenizer, const WorkloadOptions
                      /*bos=*/true);
   const int first_user = static_cast<int>(w.requests.size());
   for (int u = 0; u < o.users; ++u) {
-    DemoRequest r;
-    r.scenario = Scenario::kSharedSystemPrompt;
-    r.index = u;
-    r.tokens = system;
     const std::vector<int32_t> q =
         TokensOfLength(tokenizer, "\n\nCustomer " + std::to_string(u + 1) + ":", UserQuestions(),
                        size_t(u), o.question_tokens, /*bos=*/false);
-    r.tokens.insert(r.tokens.end(), q.begin(), q.end());
-    r.arrival = u == 0 ? Arrival::kAtStart : Arrival::kAfterFirstToken;
-    r.after = u == 0 ? -1 : first_user;
-    r.max_tokens = o.max_tokens;
-    r.prompt_tokens = static_cast<int64_t>(r.tokens.size());
-    w.requests.push_back(std::move(r));
+    w.requests.push_back(PrefixedRequest(Scenario::kSharedSystemPrompt, u, system, q,
+                                         u == 0 ? Arrival::kAtStart : Arrival::kAfterFirstToken,
+                                         u == 0 ? -1 : first_user, o.max_tokens));
   }
 
   // Multi-turn chat: each turn extends the previous turn's prompt and output.
@@ -224,19 +234,12 @@ Result<Workload> BuildWorkload(const Tokenizer& tokenizer, const WorkloadOptions
                      /*bos=*/true);
   const int first_question = static_cast<int>(w.requests.size());
   for (int q = 0; q < o.document_questions; ++q) {
-    DemoRequest r;
-    r.scenario = Scenario::kLongDocument;
-    r.index = q;
-    r.tokens = document;
     const std::vector<int32_t> question =
         TokensOfLength(tokenizer, "\n\nQuestion " + std::to_string(q + 1) + ":",
                        DocumentQuestions(), size_t(q), o.question_tokens, /*bos=*/false);
-    r.tokens.insert(r.tokens.end(), question.begin(), question.end());
-    r.arrival = Arrival::kAfterFirstToken;
-    r.after = q == 0 ? first_user : first_question;
-    r.max_tokens = o.max_tokens;
-    r.prompt_tokens = static_cast<int64_t>(r.tokens.size());
-    w.requests.push_back(std::move(r));
+    w.requests.push_back(PrefixedRequest(Scenario::kLongDocument, q, document, question,
+                                         Arrival::kAfterFirstToken,
+                                         q == 0 ? first_user : first_question, o.max_tokens));
   }
   return w;
 }

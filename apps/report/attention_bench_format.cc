@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "report/attention_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine {
 namespace {

@@ -19,7 +19,7 @@
 
 #include "base/size_parse.h"
 #include "report/svg.h"
-#include "report/attention_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine {
 // The chart's layout and helpers have names of their own (a unity build may compile this file

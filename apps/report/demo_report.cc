@@ -97,6 +97,17 @@ nlohmann::ordered_json RunJson(const RunResult& r) {
   return j;
 }
 
+// The workload and the two runs of a report (f16 KV, int8 KV), checked present.
+struct ReportRuns {
+  const Workload& w;
+  const RunResult& a;
+  const RunResult& b;
+};
+ReportRuns Runs(const ReportInput& in) {
+  KV_CHECK(in.workload != nullptr && in.f16 != nullptr && in.int8 != nullptr);
+  return {*in.workload, *in.f16, *in.int8};
+}
+
 }  // namespace
 
 std::string GroupDigits(int64_t value) {
@@ -111,10 +122,7 @@ std::string GroupDigits(int64_t value) {
 }
 
 std::string FormatReport(const ReportInput& in) {
-  KV_CHECK(in.workload != nullptr && in.f16 != nullptr && in.int8 != nullptr);
-  const Workload& w = *in.workload;
-  const RunResult& a = *in.f16;
-  const RunResult& b = *in.int8;
+  const auto [w, a, b] = Runs(in);
   std::string s;
 
   s += fmt::format("kvengine demo: {}{}\n", in.model,
@@ -194,10 +202,7 @@ std::string FormatReport(const ReportInput& in) {
 }
 
 std::string FormatReportJson(const ReportInput& in) {
-  KV_CHECK(in.workload != nullptr && in.f16 != nullptr && in.int8 != nullptr);
-  const Workload& w = *in.workload;
-  const RunResult& a = *in.f16;
-  const RunResult& b = *in.int8;
+  const auto [w, a, b] = Runs(in);
   nlohmann::ordered_json j;
   j["model"] = in.model;
   j["synthetic"] = in.synthetic;

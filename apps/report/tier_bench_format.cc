@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/tier_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "report/svg.h"
-#include "report/tier_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine {
 // The chart's layout and helpers have names of their own (a unity build may compile this file

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/gguf_reader.h"
@@ -65,11 +66,19 @@ std::vector<uint8_t> LayoutFile(std::vector<uint8_t>* wide_bytes) {
   return *bytes;
 }
 
+// Load options that ask for column blocks of `block` for `tensor`, none for the other tensors.
+GgufLoadOptions ColumnBlockOf(std::string tensor, int64_t block) {
+  GgufLoadOptions options;
+  options.column_block = [tensor = std::move(tensor), block](const GgufTensor& x) -> int64_t {
+    return x.name == tensor ? block : 0;
+  };
+  return options;
+}
+
 TEST(GgufLayoutTest, OwnedCopiesStoreWhatTheLoaderAsksFor) {
   std::vector<uint8_t> wide;
   const std::vector<uint8_t> file = LayoutFile(&wide);
-  GgufLoadOptions options;
-  options.column_block = [](const GgufTensor& x) -> int64_t { return x.name == "wide" ? 64 : 0; };
+  GgufLoadOptions options = ColumnBlockOf("wide", 64);
   Result<std::unique_ptr<GgufFile>> f = GgufFile::FromBytes(file, options);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   const GgufTensor* t = (*f)->FindTensor("wide");
@@ -81,7 +90,7 @@ TEST(GgufLayoutTest, OwnedCopiesStoreWhatTheLoaderAsksFor) {
   EXPECT_EQ((*f)->FindTensor("norm")->column_block, 0);
 
   // A width of at least the columns is the file's layout.
-  options.column_block = [](const GgufTensor& x) -> int64_t { return x.name == "wide" ? 200 : 0; };
+  options = ColumnBlockOf("wide", 200);
   f = GgufFile::FromBytes(file, options);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ((*f)->FindTensor("wide")->column_block, 0);
@@ -95,7 +104,7 @@ TEST(GgufLayoutTest, OwnedCopiesStoreWhatTheLoaderAsksFor) {
     ASSERT_EQ(std::fwrite(file.data(), 1, file.size(), out), file.size());
     std::fclose(out);
   }
-  options.column_block = [](const GgufTensor& x) -> int64_t { return x.name == "wide" ? 64 : 0; };
+  options = ColumnBlockOf("wide", 64);
   Result<std::unique_ptr<GgufFile>> read = GgufFile::Open(path, GgufFile::LoadMode::kRead, options);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   t = (*read)->FindTensor("wide");
@@ -118,9 +127,7 @@ TEST(GgufLayoutTest, QuantizedTensorsPackInUnitsOfTheirBlocks) {
   const GgufTensor* q = (*rows)->FindTensor("quant");
   std::vector<uint8_t> want(q->data.size());
   PackColumnBlocks(q->data.data(), 3, 16, 34, 8, want.data());
-  GgufLoadOptions options;
-  options.column_block = [](const GgufTensor& x) -> int64_t { return x.name == "quant" ? 256 : 0; };
-  Result<std::unique_ptr<GgufFile>> f = GgufFile::FromBytes(file, options);
+  Result<std::unique_ptr<GgufFile>> f = GgufFile::FromBytes(file, ColumnBlockOf("quant", 256));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   const GgufTensor* t = (*f)->FindTensor("quant");
   EXPECT_EQ(t->column_block, 256);

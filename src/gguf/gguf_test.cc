@@ -277,6 +277,15 @@ TEST(GgufRoundTripTest, NoTensorsAtAHugeAlignmentWritesNoPadding) {
   }
 }
 
+// The message of writing one f32 tensor `name` of `dims` whose filler writes `bytes` bytes.
+std::string FillerWriteError(const char* name, const std::vector<int64_t>& dims, size_t bytes) {
+  GgufWriter w;
+  EXPECT_TRUE(w.AddTensor(name, GgmlType::kF32, dims, [bytes](GgufSink& sink) {
+                 return sink.Write(std::vector<uint8_t>(bytes));
+               }).ok());
+  return std::string(w.WriteToBytes().status().message());
+}
+
 TEST(GgufWriterTest, RejectsWhatTheReaderWouldReject) {
   GgufWriter w;
   std::vector<int64_t> dims = {32};
@@ -303,18 +312,8 @@ TEST(GgufWriterTest, RejectsWhatTheReaderWouldReject) {
                            std::vector<int64_t>{int64_t{1} << 40, int64_t{1} << 40}, q8)
                    .ok());
 
-  GgufWriter short_filler;
-  ASSERT_TRUE(short_filler
-                  .AddTensor("s", GgmlType::kF32, dims,
-                             [](GgufSink& sink) { return sink.Write(std::vector<uint8_t>(8)); })
-                  .ok());
-  EXPECT_THAT(short_filler.WriteToBytes().status().message(), HasSubstr("wrote 8 of its 128"));
-  GgufWriter long_filler;
-  ASSERT_TRUE(long_filler
-                  .AddTensor("l", GgmlType::kF32, dims,
-                             [](GgufSink& sink) { return sink.Write(std::vector<uint8_t>(129)); })
-                  .ok());
-  EXPECT_THAT(long_filler.WriteToBytes().status().message(), HasSubstr("more than its 128"));
+  EXPECT_THAT(FillerWriteError("s", dims, 8), HasSubstr("wrote 8 of its 128"));
+  EXPECT_THAT(FillerWriteError("l", dims, 129), HasSubstr("more than its 128"));
   EXPECT_FALSE(BaseWriter().WriteToFile("/nonexistent-dir/x.gguf").ok());
 }
 

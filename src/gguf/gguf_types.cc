@@ -210,25 +210,11 @@ uint32_t GgufValueTypeFixedSize(GgufValueType type) {
 }
 
 uint32_t GgufValueTypeMinSize(GgufValueType type) {
-  switch (type) {
-    case GgufValueType::kString:
-      return 8;
-    case GgufValueType::kArray:
-      return 12;
-    case GgufValueType::kU8:
-    case GgufValueType::kI8:
-    case GgufValueType::kBool:
-    case GgufValueType::kU16:
-    case GgufValueType::kI16:
-    case GgufValueType::kU32:
-    case GgufValueType::kI32:
-    case GgufValueType::kF32:
-    case GgufValueType::kU64:
-    case GgufValueType::kI64:
-    case GgufValueType::kF64:
-      return GgufValueTypeFixedSize(type);
-  }
-  return 1;
+  if (type == GgufValueType::kString) return 8;
+  if (type == GgufValueType::kArray) return 12;
+  // A scalar is its fixed size; a value that names no type (fixed size 0) takes 1.
+  const uint32_t fixed = GgufValueTypeFixedSize(type);
+  return fixed > 0 ? fixed : 1;
 }
 
 bool GgufValueTypeIsInteger(GgufValueType type) {

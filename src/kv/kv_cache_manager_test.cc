@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <span>
 
 #include "kv/kv_test_util.h"
 
@@ -39,6 +40,13 @@ void WriteAll(KvCacheManager& m, SeqId s, float tag) {
     }
   }
   ASSERT_TRUE(m.MarkComputed(s, m.NumTokens(s)).ok());
+}
+
+// Adds sequence `s` holding `tokens`, all of them computed (WriteAll with `tag`).
+void AddComputed(KvCacheManager& m, SeqId s, std::span<const int32_t> tokens, float tag) {
+  ASSERT_TRUE(m.AddSequence(s).ok());
+  ASSERT_TRUE(m.Append(s, tokens).ok);
+  WriteAll(m, s, tag);
 }
 
 float ReadK0(const KvCacheManager& m, SeqId s, int layer, int64_t pos) {
@@ -77,9 +85,7 @@ TEST(KvCacheManagerTest, WriteReadRoundTrip) {
 TEST(KvCacheManagerTest, PrefixHitSharesBlocksAndLeavesOneTokenToCompute) {
   auto m = Make(16);
   const auto t = Range(0, 12);  // Three full blocks of 4.
-  ASSERT_TRUE(m->AddSequence(1).ok());
-  ASSERT_TRUE(m->Append(1, t).ok);
-  WriteAll(*m, 1, 1.0f);
+  ASSERT_NO_FATAL_FAILURE(AddComputed(*m, 1, t, 1.0f));
   ASSERT_TRUE(m->AddSequence(2).ok());
   const AppendResult r = m->Append(2, t);
   ASSERT_TRUE(r.ok);
@@ -98,9 +104,7 @@ TEST(KvCacheManagerTest, PrefixHitSharesBlocksAndLeavesOneTokenToCompute) {
 TEST(KvCacheManagerTest, ReleasedBlocksStayFindableUntilEvicted) {
   auto m = Make(4);
   const auto t = Range(0, 9);
-  ASSERT_TRUE(m->AddSequence(1).ok());
-  ASSERT_TRUE(m->Append(1, t).ok);
-  WriteAll(*m, 1, 1.0f);
+  ASSERT_NO_FATAL_FAILURE(AddComputed(*m, 1, t, 1.0f));
   m->Release(1);
   EXPECT_EQ(m->Stats().groups[0].cached_blocks, 2);  // The partial third block is not cached.
   PrefixLookup l = m->LookupPrefix(t, "", 9);
@@ -143,9 +147,7 @@ TEST(KvCacheManagerTest, SaltAndFingerprintIsolateTenants) {
 TEST(KvCacheManagerTest, DisabledPrefixCachingNeverHits) {
   auto m = Make(16, 4, /*prefix=*/false);
   const auto t = Range(0, 9);
-  ASSERT_TRUE(m->AddSequence(1).ok());
-  ASSERT_TRUE(m->Append(1, t).ok);
-  WriteAll(*m, 1, 1.0f);
+  ASSERT_NO_FATAL_FAILURE(AddComputed(*m, 1, t, 1.0f));
   ASSERT_TRUE(m->AddSequence(2).ok());
   EXPECT_EQ(m->Append(2, t).prefix.cached_tokens, 0);
   m->Release(1);
@@ -155,9 +157,7 @@ TEST(KvCacheManagerTest, DisabledPrefixCachingNeverHits) {
 TEST(KvCacheManagerTest, ForkCopiesSharedPartialBlockOnFirstWrite) {
   auto m = Make(16);
   const auto t = Range(0, 6);
-  ASSERT_TRUE(m->AddSequence(1).ok());
-  ASSERT_TRUE(m->Append(1, t).ok);
-  WriteAll(*m, 1, 1.0f);
+  ASSERT_NO_FATAL_FAILURE(AddComputed(*m, 1, t, 1.0f));
   ASSERT_TRUE(m->Fork(1, 2).ok());
   EXPECT_EQ(m->Stats().groups[0].shared_blocks, 2);
   const std::vector<int32_t> next = {77};
@@ -197,9 +197,7 @@ TEST(KvCacheManagerTest, OutOfBlocksChangesNothing) {
 TEST(KvCacheManagerTest, PlanMatchesCommitAndNamesEvictions) {
   auto m = Make(4);
   const auto a = Range(0, 8);
-  ASSERT_TRUE(m->AddSequence(1).ok());
-  ASSERT_TRUE(m->Append(1, a).ok);
-  WriteAll(*m, 1, 1.0f);
+  ASSERT_NO_FATAL_FAILURE(AddComputed(*m, 1, a, 1.0f));
   m->Release(1);  // Two cached blocks, two free.
   ASSERT_TRUE(m->AddSequence(2).ok());
   ASSERT_TRUE(m->AddSequence(3).ok());
@@ -222,9 +220,7 @@ TEST(KvCacheManagerTest, PlanMatchesCommitAndNamesEvictions) {
 TEST(KvCacheManagerTest, PlanCountsRevivedHitsAgainstCapacity) {
   auto m = Make(3);
   const auto a = Range(0, 8);
-  ASSERT_TRUE(m->AddSequence(1).ok());
-  ASSERT_TRUE(m->Append(1, a).ok);
-  WriteAll(*m, 1, 1.0f);
+  ASSERT_NO_FATAL_FAILURE(AddComputed(*m, 1, a, 1.0f));
   m->Release(1);  // Blocks 0,1 cached, 1 free.
   ASSERT_TRUE(m->AddSequence(2).ok());
   const auto a2 = Range(0, 9);  // Hits 8 tokens, needs 1 new block.
@@ -242,9 +238,7 @@ TEST(KvCacheManagerTest, PlanCountsRevivedHitsAgainstCapacity) {
 TEST(KvCacheManagerTest, TruncateRewritesInPlaceOrCopiesWhenShared) {
   auto m = Make(16);
   const auto t = Range(0, 8);
-  ASSERT_TRUE(m->AddSequence(1).ok());
-  ASSERT_TRUE(m->Append(1, t).ok);
-  WriteAll(*m, 1, 1.0f);
+  ASSERT_NO_FATAL_FAILURE(AddComputed(*m, 1, t, 1.0f));
   ASSERT_TRUE(m->Truncate(1, 6).ok());
   EXPECT_EQ(m->BlockTable(1, 0).size(), 2u);
   // Block 1 was cached (full); truncating into it removes it from the index.

@@ -56,47 +56,43 @@ struct Fixture {
   }
 };
 
-void BM_Encode(benchmark::State& state) {
+// Times `op(f, r)` on each row r in turn, then reports the rows' bytes.
+template <typename Op>
+void EachRow(benchmark::State& state, Op op) {
   Fixture f(state);
   int r = 0;
   for (auto _ : state) {
-    f.kernels.encode(f.dtype, f.Row(r), kN, f.Data(r), f.Scale(r));
-    benchmark::ClobberMemory();
+    op(f, r);
     r = (r + 1) % kRows;
   }
   f.Finish(state);
+}
+
+void BM_Encode(benchmark::State& state) {
+  EachRow(state, [](Fixture& f, int r) {
+    f.kernels.encode(f.dtype, f.Row(r), kN, f.Data(r), f.Scale(r));
+    benchmark::ClobberMemory();
+  });
 }
 
 void BM_Decode(benchmark::State& state) {
-  Fixture f(state);
-  int r = 0;
-  for (auto _ : state) {
+  EachRow(state, [](Fixture& f, int r) {
     f.kernels.decode(f.dtype, f.Data(r), f.Scale(r), kN, f.out.data());
     benchmark::ClobberMemory();
-    r = (r + 1) % kRows;
-  }
-  f.Finish(state);
+  });
 }
 
 void BM_Dot(benchmark::State& state) {
-  Fixture f(state);
-  int r = 0;
-  for (auto _ : state) {
+  EachRow(state, [](Fixture& f, int r) {
     benchmark::DoNotOptimize(f.kernels.dot(f.dtype, f.Data(r), f.Scale(r), f.q.data(), kN));
-    r = (r + 1) % kRows;
-  }
-  f.Finish(state);
+  });
 }
 
 void BM_Axpy(benchmark::State& state) {
-  Fixture f(state);
-  int r = 0;
-  for (auto _ : state) {
+  EachRow(state, [](Fixture& f, int r) {
     f.kernels.axpy(f.dtype, f.Data(r), f.Scale(r), 0.5f, kN, f.out.data());
     benchmark::ClobberMemory();
-    r = (r + 1) % kRows;
-  }
-  f.Finish(state);
+  });
 }
 
 constexpr int64_t kNumDtypes = static_cast<int64_t>(std::size(kAllKvDtypes));

@@ -17,12 +17,7 @@
 namespace kvengine {
 namespace {
 
-using testing_util::DecodeWith;
-using testing_util::Dist;
-using testing_util::EncodedRow;
-using testing_util::EncodeWith;
-using testing_util::kAllDists;
-using testing_util::kRowLengths;
+using namespace testing_util;  // NOLINT: the codec test helpers.
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();

@@ -106,14 +106,6 @@ std::vector<int32_t> ArchPrompt(int n, int salt = 0) {
   return p;
 }
 
-GenerateOptions ArchGreedy(int n) {
-  GenerateOptions o;
-  o.max_new_tokens = n;
-  o.sampling.temperature = 0;
-  o.stop_at_eos = false;
-  return o;
-}
-
 // Contiguous: one block of 256 tokens per group holds the whole sequence.
 constexpr int kContiguousBlock = 256;
 constexpr int64_t kCtx = 256;
@@ -122,6 +114,22 @@ std::unique_ptr<KvCacheManager> Kv(const Model& m, KvDtype dtype, int block_size
                                    bool prefix = false) {
   const int32_t blocks = block_size == kContiguousBlock ? 8 : 128;
   return testing::MakeKv(m, dtype, kCtx, block_size, prefix, blocks);
+}
+
+// Greedy decoding of `n` tokens after `prompt` in paged blocks of 16 (its result in `*paged`)
+// gives the tokens and logits of the same in one contiguous block per group.
+void ExpectPagedEqualsContiguous(const Model& model, KvDtype dtype,
+                                 const std::vector<int32_t>& prompt, int n, ThreadPool& pool,
+                                 GenerateResult* paged) {
+  auto paged_kv = Kv(model, dtype, 16);
+  auto r = Generate(model, *paged_kv, pool, 1, prompt, testing::GreedyOptions(n));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto contiguous_kv = Kv(model, dtype, kContiguousBlock);
+  auto contiguous = Generate(model, *contiguous_kv, pool, 1, prompt, testing::GreedyOptions(n));
+  ASSERT_TRUE(contiguous.ok()) << contiguous.status().ToString();
+  EXPECT_EQ(r->output_ids, contiguous->output_ids);
+  EXPECT_EQ(r->last_logits, contiguous->last_logits);
+  *paged = std::move(*r);
 }
 
 TEST(ArchitectureE2eTest, PagedEqualsContiguousForEveryKvDtype) {
@@ -136,27 +144,21 @@ TEST(ArchitectureE2eTest, PagedEqualsContiguousForEveryKvDtype) {
       const char* wt = kWeightTypes[(pi + di) % std::size(kWeightTypes)];
       SCOPED_TRACE(std::string(preset) + " " + wt + " KV " + std::string(KvDtypeName(dtype)));
       auto model = Synthetic(preset, wt);
-      auto paged_kv = Kv(*model, dtype, 16);
-      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, ArchGreedy(16));
-      ASSERT_TRUE(paged.ok()) << paged.status().ToString();
-      auto contiguous_kv = Kv(*model, dtype, kContiguousBlock);
-      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, ArchGreedy(16));
-      ASSERT_TRUE(contiguous.ok()) << contiguous.status().ToString();
-      EXPECT_EQ(paged->output_ids, contiguous->output_ids);
-      EXPECT_EQ(paged->last_logits, contiguous->last_logits);
+      GenerateResult paged;
+      ASSERT_NO_FATAL_FAILURE(ExpectPagedEqualsContiguous(*model, dtype, prompt, 16, pool, &paged));
       // Chunked prefill (chunks of 7) and then a prefix-cache hit on the same prompt.
       auto cached_kv = Kv(*model, dtype, 16, /*prefix=*/true);
-      GenerateOptions chunked = ArchGreedy(16);
+      GenerateOptions chunked = testing::GreedyOptions(16);
       chunked.prefill_chunk = 7;
       auto first = Generate(*model, *cached_kv, pool, 1, prompt, chunked);
       ASSERT_TRUE(first.ok()) << first.status().ToString();
-      EXPECT_EQ(first->output_ids, paged->output_ids);
-      EXPECT_EQ(first->last_logits, paged->last_logits);
-      auto hit = Generate(*model, *cached_kv, pool, 2, prompt, ArchGreedy(16));
+      EXPECT_EQ(first->output_ids, paged.output_ids);
+      EXPECT_EQ(first->last_logits, paged.last_logits);
+      auto hit = Generate(*model, *cached_kv, pool, 2, prompt, testing::GreedyOptions(16));
       ASSERT_TRUE(hit.ok()) << hit.status().ToString();
       EXPECT_EQ(hit->cached_prompt_tokens, 64);  // Four whole blocks of the 70-token prompt.
-      EXPECT_EQ(hit->output_ids, paged->output_ids);
-      EXPECT_EQ(hit->last_logits, paged->last_logits);
+      EXPECT_EQ(hit->output_ids, paged.output_ids);
+      EXPECT_EQ(hit->last_logits, paged.last_logits);
     }
   }
 }
@@ -314,14 +316,8 @@ TEST(ArchitectureE2eTest, BlockWeightTypesPagedEqualsContiguousAndBatchEqualsAlo
       const KvDtype dtype = kAllKvDtypes[(pi + ti) % std::size(kAllKvDtypes)];
       SCOPED_TRACE(preset + " " + wt + " KV " + std::string(KvDtypeName(dtype)));
       auto model = Synthetic(preset, wt, IsKQuant(wt));
-      auto paged_kv = Kv(*model, dtype, 16);
-      auto paged = Generate(*model, *paged_kv, pool, 1, prompt, ArchGreedy(8));
-      ASSERT_TRUE(paged.ok()) << paged.status().ToString();
-      auto contiguous_kv = Kv(*model, dtype, kContiguousBlock);
-      auto contiguous = Generate(*model, *contiguous_kv, pool, 1, prompt, ArchGreedy(8));
-      ASSERT_TRUE(contiguous.ok()) << contiguous.status().ToString();
-      EXPECT_EQ(paged->output_ids, contiguous->output_ids);
-      EXPECT_EQ(paged->last_logits, contiguous->last_logits);
+      GenerateResult paged;
+      ASSERT_NO_FATAL_FAILURE(ExpectPagedEqualsContiguous(*model, dtype, prompt, 8, pool, &paged));
 
       // Sequences a and b in one forward pass; b alone: the same logits, bit for bit.
       auto kv = Kv(*model, dtype, 16);
@@ -388,7 +384,7 @@ TEST(ArchitectureE2eTest, WindowedLayersKvStaysBounded) {
     }
     ASSERT_GE(windowed, 0);
     int32_t max_windowed = 0, max_full = 0;
-    GenerateOptions o = ArchGreedy(260);
+    GenerateOptions o = testing::GreedyOptions(260);
     o.prefill_chunk = 16;
     auto r = Generate(*model, *kv, pool, 1, ArchPrompt(40), o, [&](int32_t) {
       const KvStats s = kv->Stats();

@@ -9,20 +9,13 @@
 namespace kvengine {
 namespace {
 
+using testing::GreedyOptions;
 using testing::ModelsDir;
 
 std::vector<int32_t> Prompt(int n) {
   std::vector<int32_t> p = {1};
   for (int i = 1; i < n; ++i) p.push_back(259 + (i * 37) % 250);
   return p;
-}
-
-GenerateOptions Greedy(int n) {
-  GenerateOptions o;
-  o.max_new_tokens = n;
-  o.sampling.temperature = 0;
-  o.stop_at_eos = false;
-  return o;
 }
 
 TEST(BatchInvarianceTest, ChunkedPrefillAndPrefixHitsGiveIdenticalTokens) {
@@ -34,7 +27,7 @@ TEST(BatchInvarianceTest, ChunkedPrefillAndPrefixHitsGiveIdenticalTokens) {
   for (KvDtype dtype : {KvDtype::kF32, KvDtype::kF16, KvDtype::kInt8, KvDtype::kInt4}) {
     SCOPED_TRACE(KvDtypeName(dtype));
     auto kv = testing::MakeKv(*m.model, dtype, 512);
-    GenerateOptions o = Greedy(24);
+    GenerateOptions o = GreedyOptions(24);
     auto cold = Generate(*m.model, *kv, pool, 1, prompt, o);
     ASSERT_TRUE(cold.ok()) << cold.status().ToString();
     // The same prompt again hits the prefix cache (64 of 70 tokens) and must decode the same.

@@ -35,10 +35,7 @@ void ExpectBlocksDecodeAsRows(const std::string& text) {
       for (const GgufTensor& t : blocks.file->tensors()) blocked += t.column_block > 0 ? 1 : 0;
       for (const GgufTensor& t : rows.file->tensors()) EXPECT_EQ(t.column_block, 0);
       EXPECT_GT(blocked, 0);
-      GenerateOptions o;
-      o.max_new_tokens = 12;
-      o.sampling.temperature = 0;
-      o.stop_at_eos = false;
+      GenerateOptions o = testing::GreedyOptions(12);
       o.prefill_chunk = 16;  // Chunks of 16 and 8: the token tiles; decode: the streams.
       auto kv_rows = testing::MakeKv(*rows.model, KvDtype::kF16, 512);
       auto kv_blocks = testing::MakeKv(*blocks.model, KvDtype::kF16, 512);

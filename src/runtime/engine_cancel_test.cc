@@ -14,15 +14,6 @@ namespace {
 
 using namespace engine_test;  // NOLINT: test helpers.
 
-RequestParams Long(int prompt, int64_t max_tokens, int salt = 0) {
-  RequestParams p;
-  p.prompt = Prompt(prompt, salt);
-  p.max_tokens = max_tokens;
-  p.sampling = Greedy();
-  p.ignore_eos = true;
-  return p;
-}
-
 void ExpectCancelledOnce(EventLog& log, RequestId id, int choices = 1) {
   ASSERT_TRUE(log.WaitFinals(id, choices));
   const auto finals = log.Finals(id);
@@ -53,6 +44,23 @@ EventCallback Trigger(EventLog& log, std::function<void(int)> at_token) {
   };
 }
 
+// A greedy request of 20 prompt tokens for `n` choices of up to `max_tokens` each.
+RequestParams Choices(int n, int64_t max_tokens) {
+  RequestParams p = GreedyRequest(20, max_tokens);
+  p.n = n;
+  return p;
+}
+
+// Submits Choices(n, max_tokens) with Trigger(log, at_token), sets `*id` (which at_token may
+// read) and starts the engine.
+void SubmitChoicesAndStart(Engine& engine, EventLog& log, int n, int64_t max_tokens, RequestId* id,
+                           std::function<void(int)> at_token) {
+  auto r = engine.Submit(Choices(n, max_tokens), Trigger(log, std::move(at_token)));
+  ASSERT_TRUE(r.ok());
+  *id = *r;
+  engine.Start();
+}
+
 TEST(EngineCancelTest, CancelWhileQueued) {
   EventLog log;
   EngineOptions o = BaseOptions(64);
@@ -61,12 +69,12 @@ TEST(EngineCancelTest, CancelWhileQueued) {
   RequestId queued = 0;
   size_t waiting_seen = 0;
   // `busy` holds the only seat until it ends, so `queued` waits the whole time.
-  auto busy = engine->Submit(Long(8, 40), Trigger(log, [&](int k) {
+  auto busy = engine->Submit(GreedyRequest(8, 40), Trigger(log, [&](int k) {
                                if (k != 5) return;
                                waiting_seen = size_t(engine->Stats().requests_waiting);
                                engine->Cancel(queued);
                              }));
-  auto q = engine->Submit(Long(8, 10, 1), log.Callback());
+  auto q = engine->Submit(GreedyRequest(8, 10, 1), log.Callback());
   ASSERT_TRUE(busy.ok() && q.ok());
   queued = *q;
   engine->Start();
@@ -95,12 +103,12 @@ TEST(EngineCancelTest, CancelWhilePrefilling) {
   auto engine = MakeEngine(TinyModel(), o);
   RequestId long_id = 0;
   int64_t used_before = 0;
-  auto decoder = engine->Submit(Long(4, 30), Trigger(log, [&](int k) {
+  auto decoder = engine->Submit(GreedyRequest(4, 30), Trigger(log, [&](int k) {
                                   if (k != 10) return;  // The 500-token prompt is ~70 tokens in.
                                   used_before = UsedBlocks(engine->Stats());
                                   engine->Cancel(long_id);
                                 }));
-  auto prefill = engine->Submit(Long(500, 4, 1), log.Callback());
+  auto prefill = engine->Submit(GreedyRequest(500, 4, 1), log.Callback());
   ASSERT_TRUE(decoder.ok() && prefill.ok());
   long_id = *prefill;
   engine->Start();
@@ -115,14 +123,9 @@ TEST(EngineCancelTest, CancelWhileDecodingWithChoices) {
   EventLog log;
   auto engine = MakeEngine(TinyModel(), BaseOptions(64));
   RequestId id = 0;
-  RequestParams p = Long(20, 400);
-  p.n = 2;
-  auto r = engine->Submit(p, Trigger(log, [&](int k) {
-                            if (k == 6) engine->Cancel(id);
-                          }));
-  ASSERT_TRUE(r.ok());
-  id = *r;
-  engine->Start();
+  ASSERT_NO_FATAL_FAILURE(SubmitChoicesAndStart(*engine, log, 2, 400, &id, [&](int k) {
+    if (k == 6) engine->Cancel(id);
+  }));
   ExpectCancelledOnce(log, id, 2);
   for (const RequestEvent& f : log.Finals(id)) {
     EXPECT_EQ(f.completion_tokens, 3);  // Both choices sample in each step.
@@ -139,20 +142,15 @@ TEST(EngineCancelTest, CancelTwiceInOneStep) {
   EventLog log;
   auto engine = MakeEngine(TinyModel(), BaseOptions(64));
   RequestId id = 0;
-  RequestParams p = Long(20, 400);
-  p.n = 2;
-  auto r = engine->Submit(p, Trigger(log, [&](int k) {
-                            if (k != 4) return;
-                            engine->Cancel(id);
-                            engine->Cancel(id);
-                          }));
-  ASSERT_TRUE(r.ok());
-  id = *r;
-  engine->Start();
+  ASSERT_NO_FATAL_FAILURE(SubmitChoicesAndStart(*engine, log, 2, 400, &id, [&](int k) {
+    if (k != 4) return;
+    engine->Cancel(id);
+    engine->Cancel(id);
+  }));
   ExpectCancelledOnce(log, id, 2);
   ExpectNoBlocksInUse(*engine);
   engine->Cancel(id);  // A third one, in a later batch: ignored as well.
-  auto other = engine->Submit(Long(8, 4, 1), log.Callback());  // A full pass of the loop.
+  auto other = engine->Submit(GreedyRequest(8, 4, 1), log.Callback());  // A full pass of the loop.
   ASSERT_TRUE(other.ok());
   ASSERT_TRUE(log.WaitFinals(*other, 1));
   EXPECT_EQ(log.Finals(id).size(), 2u);
@@ -164,19 +162,14 @@ TEST(EngineCancelTest, StopChoiceEndsOneChoiceAndTheOthersGoOn) {
   EventLog log;
   auto engine = MakeEngine(TinyModel(), BaseOptions(64));
   RequestId id = 0;
-  RequestParams p = Long(20, 12);
-  p.n = 3;
-  auto r = engine->Submit(p, Trigger(log, [&](int k) {
-                            engine->StopChoice(id, 1);  // Before the fork: ignored (no token).
-                            if (k == 4) {               // Choices 0 and 1 have 2 tokens each.
-                              engine->StopChoice(id, 1);
-                              engine->StopChoice(id, 1);  // Twice: still one final event.
-                              engine->StopChoice(id, 7);  // Out of range: ignored.
-                            }
-                          }));
-  ASSERT_TRUE(r.ok());
-  id = *r;
-  engine->Start();
+  ASSERT_NO_FATAL_FAILURE(SubmitChoicesAndStart(*engine, log, 3, 12, &id, [&](int k) {
+    engine->StopChoice(id, 1);  // Before the fork: ignored (no token).
+    if (k == 4) {               // Choices 0 and 1 have 2 tokens each.
+      engine->StopChoice(id, 1);
+      engine->StopChoice(id, 1);  // Twice: still one final event.
+      engine->StopChoice(id, 7);  // Out of range: ignored.
+    }
+  }));
   ASSERT_TRUE(log.WaitFinals(id, 3));
   const auto finals = log.Finals(id);
   ASSERT_EQ(finals.size(), 3u);
@@ -191,7 +184,7 @@ TEST(EngineCancelTest, StopChoiceEndsOneChoiceAndTheOthersGoOn) {
   }
   // The stopped choice's tokens are a prefix of running alone; the others are all of it.
   ExpectNothingAfterFinal(log.Events(id), 3);
-  const std::vector<int32_t> alone = RunAlone(*TinyModel(), p, 0);
+  const std::vector<int32_t> alone = RunAlone(*TinyModel(), Choices(3, 12), 0);
   EXPECT_EQ(log.Tokens(id, 0), alone);
   ExpectNoBlocksInUse(*engine);
   EXPECT_EQ(engine->Stats().requests_finished_total, 1);
@@ -206,9 +199,9 @@ TEST(EngineCancelTest, CancelWhilePreempted) {
   EngineOptions o = BaseOptions(10);
   o.sched.max_num_batched_tokens = 512;
   auto engine = MakeEngine(model, o);
-  RequestParams a = Long(20, 140);
+  RequestParams a = GreedyRequest(20, 140);
   a.priority = 1;
-  RequestParams b = Long(60, 60, 1);
+  RequestParams b = GreedyRequest(60, 60, 1);
   RequestId idb = 0;
   size_t b_tokens = 0;
   EngineStats at_cancel;
@@ -241,20 +234,14 @@ void RunPreemptedAndCompare(std::shared_ptr<const Model> model) {
   EngineOptions o = BaseOptions(12);
   o.sched.max_num_batched_tokens = 32;
   auto engine = MakeEngine(model, o);
-  std::vector<std::pair<RequestId, RequestParams>> reqs;
+  std::vector<RequestParams> reqs;
   for (int i = 0; i < 6; ++i) {
-    RequestParams p = Long(10 + 13 * i, 40 + 5 * i, i);
+    RequestParams p = GreedyRequest(10 + 13 * i, 40 + 5 * i, i);
     p.ignore_eos = i % 2 == 1;
     p.priority = i % 3 == 0 ? 1 : 0;
-    auto id = engine->Submit(p, log.Callback());
-    ASSERT_TRUE(id.ok()) << id.status().ToString();
-    reqs.emplace_back(*id, p);
+    reqs.push_back(p);
   }
-  engine->Start();
-  for (auto& [id, p] : reqs) {
-    ASSERT_TRUE(log.WaitFinals(id, 1));
-    EXPECT_EQ(log.Tokens(id), RunAlone(*model, p)) << "request " << id;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectSameTokensAsAlone(*engine, log, *model, reqs));
   ExpectNoBlocksInUse(*engine);
   const EngineStats s = engine->Stats();
   EXPECT_GT(s.preemptions_total, 0);

@@ -84,34 +84,30 @@ TEST(EngineTest, ConcurrentRequestsMatchRunningAloneOnStories260K) {
   RunMixedAndCompare(StoriesModel());
 }
 
+// Four greedy requests of prompt0 + 30 i prompt tokens and max_tokens0 + 10 i new tokens in a pool
+// of `blocks` blocks small enough to preempt: each decodes what it decodes alone. `s`: the stats
+// once all have ended.
+void RunFourUnderPreemption(std::shared_ptr<const Model> model, int32_t blocks, int prompt0,
+                            int64_t max_tokens0, double timeout_s, EngineStats* s) {
+  EventLog log;
+  EngineOptions o = BaseOptions(blocks);
+  o.sched.max_num_batched_tokens = 32;
+  auto engine = MakeEngine(model, o);
+  std::vector<RequestParams> reqs;
+  for (int i = 0; i < 4; ++i)
+    reqs.push_back(GreedyRequest(prompt0 + 30 * i, max_tokens0 + 10 * i, i));
+  ASSERT_NO_FATAL_FAILURE(ExpectSameTokensAsAlone(*engine, log, *model, reqs, timeout_s));
+  ASSERT_TRUE(WaitUntil([&] { return engine->Stats().requests_running == 0; }));
+  *s = engine->Stats();
+  EXPECT_GT(s->preemptions_total, 0);
+  EXPECT_EQ(UsedBlocks(*s), 0);
+}
+
 TEST(EngineTest, SlidingWindowModelMatchesRunningAloneUnderPreemption) {
   // mistral-tiny: every layer sees the last 64 tokens, so a sequence holds at most ~6 blocks
   // however long it grows; 14 blocks for four requests of 150-250 tokens force preemptions.
-  auto model = SyntheticModel("mistral-tiny");
-  EventLog log;
-  EngineOptions o = BaseOptions(14);
-  o.sched.max_num_batched_tokens = 32;
-  auto engine = MakeEngine(model, o);
-  std::vector<std::pair<RequestId, RequestParams>> reqs;
-  for (int i = 0; i < 4; ++i) {
-    RequestParams p;
-    p.prompt = Prompt(100 + 30 * i, i);
-    p.max_tokens = 50 + 10 * i;
-    p.sampling = Greedy();
-    p.ignore_eos = true;
-    auto id = engine->Submit(p, log.Callback());
-    ASSERT_TRUE(id.ok()) << id.status().ToString();
-    reqs.emplace_back(*id, p);
-  }
-  engine->Start();
-  for (auto& [id, p] : reqs) {
-    ASSERT_TRUE(log.WaitFinals(id, 1));
-    EXPECT_EQ(log.Tokens(id), RunAlone(*model, p)) << "request " << id;
-  }
-  ASSERT_TRUE(WaitUntil([&] { return engine->Stats().requests_running == 0; }));
-  const EngineStats s = engine->Stats();
-  EXPECT_GT(s.preemptions_total, 0);
-  EXPECT_EQ(UsedBlocks(s), 0);
+  EngineStats s;
+  RunFourUnderPreemption(SyntheticModel("mistral-tiny"), 14, 100, 50, 30, &s);
 }
 
 TEST(EngineTest, HybridWindowModelsMatchRunningAloneUnderPreemption) {
@@ -121,31 +117,8 @@ TEST(EngineTest, HybridWindowModelsMatchRunningAloneUnderPreemption) {
   // alone.
   for (const char* preset : {"gemma2-tiny", "gemma3-tiny"}) {
     SCOPED_TRACE(preset);
-    auto model = SyntheticModel(preset);
-    EventLog log;
-    EngineOptions o = BaseOptions(40);
-    o.sched.max_num_batched_tokens = 32;
-    auto engine = MakeEngine(model, o);
-    std::vector<std::pair<RequestId, RequestParams>> reqs;
-    for (int i = 0; i < 4; ++i) {
-      RequestParams p;
-      p.prompt = Prompt(90 + 30 * i, i);
-      p.max_tokens = 40 + 10 * i;
-      p.sampling = Greedy();
-      p.ignore_eos = true;
-      auto id = engine->Submit(p, log.Callback());
-      ASSERT_TRUE(id.ok()) << id.status().ToString();
-      reqs.emplace_back(*id, p);
-    }
-    engine->Start();
-    for (auto& [id, p] : reqs) {
-      ASSERT_TRUE(log.WaitFinals(id, 1, 120));
-      EXPECT_EQ(log.Tokens(id), RunAlone(*model, p)) << "request " << id;
-    }
-    ASSERT_TRUE(WaitUntil([&] { return engine->Stats().requests_running == 0; }));
-    const EngineStats s = engine->Stats();
-    EXPECT_GT(s.preemptions_total, 0);
-    EXPECT_EQ(UsedBlocks(s), 0);
+    EngineStats s;
+    ASSERT_NO_FATAL_FAILURE(RunFourUnderPreemption(SyntheticModel(preset), 40, 90, 40, 120, &s));
     EXPECT_EQ(s.kv.groups.size(), 2u);
   }
 }
@@ -245,11 +218,7 @@ TEST(EngineTest, LogprobsAreTheLogSoftmaxOfTheLogits) {
   EventLog log;
   auto engine = MakeEngine(model, BaseOptions(64));
   engine->Start();
-  RequestParams p;
-  p.prompt = Prompt(9);
-  p.max_tokens = 6;
-  p.sampling = Greedy();
-  p.ignore_eos = true;
+  RequestParams p = GreedyRequest(9, 6);
   p.logprobs = 5;
   auto id = engine->Submit(p, log.Callback());
   ASSERT_TRUE(id.ok());

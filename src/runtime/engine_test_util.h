@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -43,7 +44,7 @@ inline std::shared_ptr<const Model> TinyModel() {
   return model;
 }
 
-inline std::filesystem::path StoriesPath() { return testing::ModelsDir() / "stories260K.gguf"; }
+using testing::StoriesPath;
 
 inline std::shared_ptr<const Model> StoriesModel() {
   testing::LoadedModel m = testing::LoadForTest(StoriesPath());
@@ -81,6 +82,17 @@ inline SamplingParams Greedy() {
   SamplingParams s;
   s.temperature = 0;
   return s;
+}
+
+// A greedy request for `max_tokens` new tokens that ignores EOS, its prompt Prompt(prompt_len,
+// salt).
+inline RequestParams GreedyRequest(int prompt_len, int64_t max_tokens, int salt = 0) {
+  RequestParams p;
+  p.prompt = Prompt(prompt_len, salt);
+  p.max_tokens = max_tokens;
+  p.sampling = Greedy();
+  p.ignore_eos = true;
+  return p;
 }
 
 // The reference: `prompt` alone through Generate on a fresh f16 cache.
@@ -183,6 +195,24 @@ inline int64_t UsedBlocks(const EngineStats& s) {
   int64_t used = 0;
   for (const KvGroupStats& g : s.kv.groups) used += g.used_blocks;
   return used;
+}
+
+// Submits every request (the engine not started yet), starts the engine and expects each to
+// decode exactly what it decodes alone (RunAlone). Call it in ASSERT_NO_FATAL_FAILURE.
+inline void ExpectSameTokensAsAlone(Engine& engine, EventLog& log, const Model& model,
+                                    const std::vector<RequestParams>& requests,
+                                    double timeout_s = 30) {
+  std::vector<std::pair<RequestId, RequestParams>> reqs;
+  for (const RequestParams& p : requests) {
+    auto id = engine.Submit(p, log.Callback());
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    reqs.emplace_back(*id, p);
+  }
+  engine.Start();
+  for (auto& [id, p] : reqs) {
+    ASSERT_TRUE(log.WaitFinals(id, 1, timeout_s));
+    EXPECT_EQ(log.Tokens(id), RunAlone(model, p)) << "request " << id;
+  }
 }
 
 }  // namespace kvengine::engine_test

@@ -14,14 +14,7 @@ namespace {
 
 using namespace engine_test;  // NOLINT: test helpers.
 
-RequestParams Request(int prompt_len, int salt) {
-  RequestParams p;
-  p.prompt = Prompt(prompt_len, salt);
-  p.max_tokens = 8;
-  p.sampling = Greedy();
-  p.ignore_eos = true;
-  return p;
-}
+RequestParams Request(int prompt_len, int salt) { return GreedyRequest(prompt_len, 8, salt); }
 
 std::vector<int32_t> RunToEnd(Engine& engine, EventLog& log, const RequestParams& p) {
   auto id = engine.Submit(p, log.Callback());
@@ -34,6 +27,25 @@ std::string TempDir(const char* name) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / name;
   std::filesystem::remove_all(dir);
   return dir.string();
+}
+
+// BaseOptions(64) with a 64 MiB disk tier in the fresh directory TempDir(dir).
+EngineOptions OptionsWithDiskTier(const char* dir) {
+  EngineOptions o = BaseOptions(64);
+  o.tiers.disk_path = TempDir(dir);
+  o.tiers.disk_bytes = 64 << 20;
+  return o;
+}
+
+// `p`'s tokens on a new engine over `o`, stopped at the end; `stats`: its stats before that.
+std::vector<int32_t> RunOnNewEngine(std::shared_ptr<const Model> model, const EngineOptions& o,
+                                    const RequestParams& p, EngineStats* stats = nullptr) {
+  EventLog log;
+  auto engine = MakeEngine(std::move(model), o);
+  engine->Start();
+  std::vector<int32_t> tokens = RunToEnd(*engine, log, p);
+  if (stats != nullptr) *stats = engine->Stats();
+  return tokens;
 }
 
 TEST(EngineTierTest, EvictedPrefixComesBackFromRamWithIdenticalTokens) {
@@ -71,19 +83,9 @@ TEST(EngineTierTest, PreemptedSequencesSwapBackInFromRam) {
   o.tiers.ram_bytes = 64 << 20;
   auto engine = MakeEngine(model, o);
   EventLog log;
-  std::vector<std::pair<RequestId, RequestParams>> reqs;
-  for (int i = 0; i < 4; ++i) {
-    RequestParams p = Request(90 + 20 * i, 10 + i);
-    p.max_tokens = 40;
-    auto id = engine->Submit(p, log.Callback());
-    ASSERT_TRUE(id.ok()) << id.status().ToString();
-    reqs.emplace_back(*id, p);
-  }
-  engine->Start();
-  for (auto& [id, p] : reqs) {
-    ASSERT_TRUE(log.WaitFinals(id, 1));
-    EXPECT_EQ(log.Tokens(id), RunAlone(*model, p)) << "request " << id;
-  }
+  std::vector<RequestParams> reqs;
+  for (int i = 0; i < 4; ++i) reqs.push_back(GreedyRequest(90 + 20 * i, 40, 10 + i));
+  ASSERT_NO_FATAL_FAILURE(ExpectSameTokensAsAlone(*engine, log, *model, reqs));
   ASSERT_TRUE(WaitUntil([&] { return engine->Stats().requests_running == 0; }));
   const EngineStats s = engine->Stats();
   EXPECT_GT(s.preemptions_total, 0);
@@ -94,9 +96,7 @@ TEST(EngineTierTest, PreemptedSequencesSwapBackInFromRam) {
 
 TEST(EngineTierTest, DiskTierServesAfterOffloadAndAfterARestart) {
   auto model = TinyModel();
-  EngineOptions o = BaseOptions(64);
-  o.tiers.disk_path = TempDir("engine_tier_disk");
-  o.tiers.disk_bytes = 64 << 20;
+  const EngineOptions o = OptionsWithDiskTier("engine_tier_disk");
   const RequestParams a = Request(180, 3);
   std::vector<int32_t> cold;
   {
@@ -114,28 +114,18 @@ TEST(EngineTierTest, DiskTierServesAfterOffloadAndAfterARestart) {
     EXPECT_LE(s.prompt_tokens_computed_total - before, 180 - 160);
   }
   // A new engine over the same directory: the prompt is answered from disk.
-  auto engine = MakeEngine(model, o);
-  engine->Start();
-  EventLog log;
-  EXPECT_EQ(RunToEnd(*engine, log, a), cold);
-  const EngineStats s = engine->Stats();
+  EngineStats s;
+  EXPECT_EQ(RunOnNewEngine(model, o, a, &s), cold);
   EXPECT_GT(s.tiers.prefix_hit_blocks[size_t(TierKind::kDisk)], 0u);
   EXPECT_LE(s.prompt_tokens_computed_total, 180 - 160);
 }
 
 TEST(EngineTierTest, CorruptDiskFilesAreMissesNotWrongTokens) {
   auto model = TinyModel();
-  EngineOptions o = BaseOptions(64);
-  o.tiers.disk_path = TempDir("engine_tier_corrupt");
-  o.tiers.disk_bytes = 64 << 20;
+  const EngineOptions o = OptionsWithDiskTier("engine_tier_corrupt");
   const RequestParams a = Request(180, 4);
-  std::vector<int32_t> cold;
-  {
-    auto engine = MakeEngine(model, o);
-    engine->Start();
-    EventLog log;
-    cold = RunToEnd(*engine, log, a);
-  }  // Stop persists the cached blocks to disk.
+  // Stop persists the cached blocks to disk.
+  const std::vector<int32_t> cold = RunOnNewEngine(model, o, a);
   // Flip one byte in the middle of every stored file.
   int files = 0;
   for (const auto& f : std::filesystem::directory_iterator(o.tiers.disk_path)) {
@@ -150,11 +140,8 @@ TEST(EngineTierTest, CorruptDiskFilesAreMissesNotWrongTokens) {
     ++files;
   }
   ASSERT_GT(files, 0);
-  auto engine = MakeEngine(model, o);
-  engine->Start();
-  EventLog log;
-  EXPECT_EQ(RunToEnd(*engine, log, a), cold);
-  const EngineStats s = engine->Stats();
+  EngineStats s;
+  EXPECT_EQ(RunOnNewEngine(model, o, a, &s), cold);
   EXPECT_EQ(s.tiers.prefix_hit_blocks[size_t(TierKind::kDisk)], 0u);
   EXPECT_GT(s.tiers.tiers[size_t(TierKind::kDisk)].corrupt, 0u);
   EXPECT_EQ(s.prompt_tokens_computed_total, 180);
@@ -172,9 +159,7 @@ namespace {
 TEST(EngineTierTest, Int8ColdTierCostsLittleAccuracy) {
   if (!std::filesystem::exists(StoriesPath())) GTEST_SKIP() << "no " << StoriesPath();
   auto model = StoriesModel();
-  EngineOptions o = BaseOptions(64);
-  o.tiers.disk_path = TempDir("engine_tier_int8");
-  o.tiers.disk_bytes = 64 << 20;
+  EngineOptions o = OptionsWithDiskTier("engine_tier_int8");
   o.tiers.cold_dtype = KvDtype::kInt8;
   auto engine = MakeEngine(model, o);
   engine->Start();

@@ -13,6 +13,7 @@ namespace kvengine {
 namespace {
 
 using testing::ModelsDir;
+using testing::StoriesPath;
 
 constexpr float kGoldenLogitTolerance = 2e-2f;
 
@@ -22,9 +23,8 @@ nlohmann::json Golden() {
 }
 
 void CheckGreedy(KvDtype dtype, size_t ids_to_match) {
-  const auto path = ModelsDir() / "stories260K.gguf";
-  KV_REQUIRE_MODEL(path);
-  auto m = testing::LoadForTest(path);
+  KV_REQUIRE_MODEL(StoriesPath());
+  auto m = testing::LoadForTest(StoriesPath());
   ThreadPool pool(2);
   const nlohmann::json golden = Golden();  // Named: a temporary would die before the loop body.
   for (const auto& c : golden["cases"]) {
@@ -32,10 +32,7 @@ void CheckGreedy(KvDtype dtype, size_t ids_to_match) {
     const auto prompt = c["prompt_token_ids"].get<std::vector<int32_t>>();
     const auto expected = c["output_token_ids"].get<std::vector<int32_t>>();
     auto kv = testing::MakeKv(*m.model, dtype, 512);
-    GenerateOptions o;
-    o.max_new_tokens = int64_t(expected.size());
-    o.sampling.temperature = 0;
-    o.stop_at_eos = false;
+    const GenerateOptions o = testing::GreedyOptions(int64_t(expected.size()));
     auto r = Generate(*m.model, *kv, pool, 1, prompt, o);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->output_ids.size(), expected.size());
@@ -50,9 +47,8 @@ TEST(GoldenTest, GreedyIdsF16Kv) { CheckGreedy(KvDtype::kF16, 64); }
 TEST(GoldenTest, GreedyIdsInt8KvFirst16) { CheckGreedy(KvDtype::kInt8, 16); }
 
 TEST(GoldenTest, TeacherForcedTop5Logits) {
-  const auto path = ModelsDir() / "stories260K.gguf";
-  KV_REQUIRE_MODEL(path);
-  auto m = testing::LoadForTest(path);
+  KV_REQUIRE_MODEL(StoriesPath());
+  auto m = testing::LoadForTest(StoriesPath());
   ThreadPool pool(2);
   const nlohmann::json golden = Golden();  // Named: a temporary would die before the loop body.
   for (const auto& c : golden["cases"]) {

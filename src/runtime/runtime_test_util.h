@@ -12,6 +12,7 @@
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "model/kv_groups.h"
+#include "runtime/generator.h"
 #include "synth/model_cache.h"
 #include "synth/synthetic_spec.h"
 
@@ -21,6 +22,9 @@ inline std::filesystem::path ModelsDir() {
   if (const char* env = std::getenv("KVENGINE_MODELS_DIR")) return env;
   return std::filesystem::path(KVENGINE_SOURCE_DIR) / ".." / "shared" / "models";
 }
+
+// The real stories260K model (llama.cpp's test model), when the models folder has it.
+inline std::filesystem::path StoriesPath() { return ModelsDir() / "stories260K.gguf"; }
 
 // Skips the test when the shared models are absent, but fails under CI=true.
 #define KV_REQUIRE_MODEL(path)                                                          \
@@ -74,6 +78,15 @@ inline std::unique_ptr<KvCacheManager> MakeKv(const Model& model, KvDtype dtype,
   c.enable_prefix_caching = prefix;
   c.model_fingerprint = model.config().name;
   return std::move(KvCacheManager::Create(c)).value();
+}
+
+// Greedy decoding of `n` new tokens that does not stop at EOS.
+inline GenerateOptions GreedyOptions(int64_t n) {
+  GenerateOptions o;
+  o.max_new_tokens = n;
+  o.sampling.temperature = 0;
+  o.stop_at_eos = false;
+  return o;
 }
 
 }  // namespace kvengine::testing

@@ -53,6 +53,13 @@ std::map<int32_t, int> Histogram(Sampler& sampler, const std::vector<float>& log
   return counts;
 }
 
+// Draws from probabilities 0.5, 0.3, 0.15, 0.05 (ids 1, 3, 0, 2) under `p`: how often each id
+// comes in 5000 samples.
+std::map<int32_t, int> HistogramOfFour(const SamplingParams& p) {
+  Sampler sampler(p);
+  return Histogram(sampler, LogitsFor({0.15, 0.5, 0.05, 0.3}), 5000);
+}
+
 std::string ErrorOf(const SamplingParams& p) { return p.Validate().message(); }
 
 TEST(SamplingParamsTest, DefaultsAreValid) { EXPECT_TRUE(SamplingParams().Validate().ok()); }
@@ -145,11 +152,9 @@ TEST(SamplerTest, TopKKeepsOnlyTheKHighest) {
 
 TEST(SamplerTest, TopPNeverSamplesExcludedTokens) {
   // Sorted probabilities 0.5, 0.3, 0.15, 0.05 (ids shuffled): top_p 0.7 keeps {0.5, 0.3}.
-  const std::vector<float> logits = LogitsFor({0.15, 0.5, 0.05, 0.3});
   SamplingParams p = PlainParams();
   p.top_p = 0.7f;
-  Sampler sampler(p);
-  const std::map<int32_t, int> counts = Histogram(sampler, logits, 5000);
+  const std::map<int32_t, int> counts = HistogramOfFour(p);
   EXPECT_EQ(counts.count(0), 0u);
   EXPECT_EQ(counts.count(2), 0u);
   EXPECT_GT(counts.at(1), 0);
@@ -160,11 +165,9 @@ TEST(SamplerTest, TopPNeverSamplesExcludedTokens) {
 
 TEST(SamplerTest, MinPNeverSamplesExcludedTokens) {
   // min_p 0.2 of the top probability 0.5 = 0.1: drops the 0.05 token only.
-  const std::vector<float> logits = LogitsFor({0.15, 0.5, 0.05, 0.3});
   SamplingParams p = PlainParams();
   p.min_p = 0.2f;
-  Sampler sampler(p);
-  const std::map<int32_t, int> counts = Histogram(sampler, logits, 5000);
+  const std::map<int32_t, int> counts = HistogramOfFour(p);
   EXPECT_EQ(counts.count(2), 0u);
   EXPECT_EQ(counts.size(), 3u);
 }

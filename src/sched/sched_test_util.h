@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -123,6 +124,18 @@ class FakeLoop {
   std::map<SeqId, int64_t> prompt_len_;
   std::vector<SeqId> finished_;
   std::map<SeqId, std::vector<int32_t>> outputs_;
+};
+
+// A scheduler over `kv` with a manual clock, and the FakeLoop that drives it. Tests name its
+// parts with `auto& [kv, clock, sched, loop] = h;`.
+struct FakeScheduler {
+  FakeScheduler(std::unique_ptr<KvCacheManager> kv_cache, const SchedulerOptions& o)
+      : kv(std::move(kv_cache)), sched(kv.get(), o, &clock), loop(&sched, kv.get()) {}
+
+  std::unique_ptr<KvCacheManager> kv;
+  ManualClock clock;
+  Scheduler sched;
+  FakeLoop loop;
 };
 
 }  // namespace kvengine::sched_test

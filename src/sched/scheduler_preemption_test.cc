@@ -10,7 +10,7 @@
 namespace kvengine {
 namespace {
 
-using sched_test::FakeLoop;
+using sched_test::FakeScheduler;
 using sched_test::MakeFakeKv;
 using sched_test::Opts;
 using sched_test::Toks;
@@ -19,10 +19,8 @@ using sched_test::UsedBlocks;
 // Two one-block prompts in a three-block pool: the step where both cross into a second block
 // has room for one of them.
 std::vector<SeqId> FirstPreemption(int priority_a, int priority_b) {
-  auto kv = MakeFakeKv(3);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 64), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(3), Opts(4, 64));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 4), 8, priority_a);
   clock.Advance(5);
   loop.Add(2, Toks(10, 4), 8, priority_b);
@@ -49,10 +47,8 @@ TEST(SchedulerPreemptionTest, LowestPriorityGoesFirst) {
 
 TEST(SchedulerPreemptionTest, PreemptedSequenceResumesFromThePrefixCache) {
   // Four blocks: both sequences fill two, then the third block of sequence 2 does not fit.
-  auto kv = MakeFakeKv(4);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 64), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(4), Opts(4, 64));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 4), 6);
   loop.Add(2, Toks(10, 4), 6);
   SeqId victim = 0;
@@ -79,10 +75,8 @@ TEST(SchedulerPreemptionTest, PreemptedSequenceResumesFromThePrefixCache) {
 }
 
 TEST(SchedulerPreemptionTest, NoAdmissionInAStepThatPreempted) {
-  auto kv = MakeFakeKv(3);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 64), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(3), Opts(4, 64));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 4), 8);
   loop.Add(2, Toks(10, 4), 8);
   loop.Step();
@@ -117,10 +111,8 @@ Workload RandomWorkload(uint64_t seed, int n) {
 // tokens.
 std::map<SeqId, std::vector<int32_t>> RunWorkload(const Workload& w, int32_t blocks, int64_t budget,
                                                   int64_t* preemptions) {
-  auto kv = MakeFakeKv(blocks, /*max_model_len=*/64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(6, budget), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(blocks, /*max_model_len=*/64), Opts(6, budget));
+  auto& [kv, clock, sched, loop] = h;
   size_t next = 0;
   for (int step = 0; step < 5000 && (next < w.prompts.size() || !sched.idle()); ++step) {
     if (step % 2 == 0 && next < w.prompts.size()) {

@@ -9,7 +9,7 @@
 namespace kvengine {
 namespace {
 
-using sched_test::FakeLoop;
+using sched_test::FakeScheduler;
 using sched_test::kBlock;
 using sched_test::MakeFakeKv;
 using sched_test::Opts;
@@ -23,10 +23,8 @@ TEST(SchedulerTest, OptionsAreValidated) {
 }
 
 TEST(SchedulerTest, LongPromptIsChunkedUnderTheTokenBudget) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 8), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), Opts(4, 8));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 20), 3);
   std::vector<std::pair<int64_t, int64_t>> chunks;
   for (int step = 0; step < 3; ++step) {
@@ -47,10 +45,8 @@ TEST(SchedulerTest, LongPromptIsChunkedUnderTheTokenBudget) {
 }
 
 TEST(SchedulerTest, DecodesKeepTheirShareWhileAPrefillIsChunked) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 8), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), Opts(4, 8));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 3), 50);
   loop.Step();  // Prefill of 1, which now decodes.
   // A higher-priority long prompt comes first in service order, yet leaves one token of every
@@ -73,12 +69,10 @@ TEST(SchedulerTest, DecodesKeepTheirShareWhileAPrefillIsChunked) {
 }
 
 TEST(SchedulerTest, PrefillFirstRunsPromptWorkAloneThenTheDecodes) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
   SchedulerOptions o = Opts(4, 8);
   o.step_policy = StepPolicy::kPrefillFirst;
-  Scheduler sched(kv.get(), o, &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), o);
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 3), 50);
   loop.Step();  // Prefill of 1, which now decodes.
   SchedulerOutput out = loop.Step();
@@ -103,10 +97,8 @@ TEST(SchedulerTest, PrefillFirstRunsPromptWorkAloneThenTheDecodes) {
 }
 
 TEST(SchedulerTest, MixedStepsGiveDecodesTheirTokenBesideANewPrompt) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 8), &clock);  // StepPolicy::kMixed, the default.
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), Opts(4, 8));  // StepPolicy::kMixed, the default.
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 3), 50);
   loop.Step();
   loop.Add(2, Toks(100, 5), 2);
@@ -119,10 +111,8 @@ TEST(SchedulerTest, MixedStepsGiveDecodesTheirTokenBesideANewPrompt) {
 }
 
 TEST(SchedulerTest, PrefillChunkShrinksToTheBlocksLeft) {
-  auto kv = MakeFakeKv(5);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 8), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(5), Opts(4, 8));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 8), 50);  // Two blocks, then decodes into a third.
   clock.Advance(1);
   loop.Add(2, Toks(100, 18), 2);
@@ -144,10 +134,8 @@ TEST(SchedulerTest, PrefillChunkShrinksToTheBlocksLeft) {
 }
 
 TEST(SchedulerTest, MaxNumSeqsLimitsRunningSeats) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(3, 64), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), Opts(3, 64));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 4), 4);
   loop.Add(2, Toks(10, 4), 20, 0, /*seats=*/2);
   loop.Add(3, Toks(20, 4), 4);
@@ -166,12 +154,10 @@ TEST(SchedulerTest, MaxNumSeqsLimitsRunningSeats) {
 TEST(SchedulerTest, AdmissionLeavesTheWatermarkForRunningSequences) {
   for (const double watermark : {0.0, 0.2}) {
     SCOPED_TRACE(watermark);
-    auto kv = MakeFakeKv(10);
-    ManualClock clock;
     SchedulerOptions o = Opts(8, 64);
     o.admission_watermark = watermark;  // 0.2 of 10 blocks: 2 kept available.
-    Scheduler sched(kv.get(), o, &clock);
-    FakeLoop loop(&sched, kv.get());
+    FakeScheduler h(MakeFakeKv(10), o);
+    auto& [kv, clock, sched, loop] = h;
     loop.Add(1, Toks(1, 8), 4);    // 2 blocks; nothing runs yet, so no watermark applies.
     loop.Add(2, Toks(100, 20), 4);  // 5 blocks: 8 available, 5 + 2 <= 8.
     loop.Add(3, Toks(200, 8), 4);  // 2 blocks: 3 available, 2 + 2 > 3 under the watermark.
@@ -197,10 +183,8 @@ TEST(SchedulerTest, WatermarkOutsideZeroToOneIsRejected) {
 }
 
 TEST(SchedulerTest, AdmissionIsFirstComeFirstServedWithinAPriority) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(1, 64), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), Opts(1, 64));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 4), 2);
   clock.Advance(10);
   loop.Add(2, Toks(10, 4), 2);
@@ -211,10 +195,8 @@ TEST(SchedulerTest, AdmissionIsFirstComeFirstServedWithinAPriority) {
 }
 
 TEST(SchedulerTest, PrefixCachedTokensAreNotRecomputed) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(4, 64), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), Opts(4, 64));
+  auto& [kv, clock, sched, loop] = h;
   std::vector<int32_t> shared = Toks(1, 18);  // 4 full blocks + 2 tokens.
   loop.Add(1, shared, 2);
   loop.RunToIdle();
@@ -271,10 +253,8 @@ TEST(SchedulerTest, ForkSharesBlocksAndMovesSeats) {
 }
 
 TEST(SchedulerTest, RemoveFreesBlocksInEveryState) {
-  auto kv = MakeFakeKv(64);
-  ManualClock clock;
-  Scheduler sched(kv.get(), Opts(2, 8), &clock);
-  FakeLoop loop(&sched, kv.get());
+  FakeScheduler h(MakeFakeKv(64), Opts(2, 8));
+  auto& [kv, clock, sched, loop] = h;
   loop.Add(1, Toks(1, 20), 10);  // Prefilling for three steps.
   loop.Add(2, Toks(50, 3), 10);
   loop.Add(3, Toks(60, 3), 10);  // Waits for a seat.
@@ -296,12 +276,10 @@ TEST(SchedulerTest, ContiguousReservationAdmitsOnlyFullLengthSeats) {
   // max_model_len 32 = 8 blocks per seat; 20 blocks hold two reservations.
   for (bool contiguous : {false, true}) {
     SCOPED_TRACE(contiguous ? "contiguous" : "paged");
-    auto kv = MakeFakeKv(20, /*max_model_len=*/32);
-    ManualClock clock;
     SchedulerOptions o = Opts(8, 64);
     o.contiguous_reservation = contiguous;
-    Scheduler sched(kv.get(), o, &clock);
-    FakeLoop loop(&sched, kv.get());
+    FakeScheduler h(MakeFakeKv(20, /*max_model_len=*/32), o);
+    auto& [kv, clock, sched, loop] = h;
     for (SeqId id = 1; id <= 4; ++id) loop.Add(id, Toks(int32_t(id) * 100, 5), 3);
     loop.Step();
     EXPECT_EQ(sched.num_running(), contiguous ? 2 : 4);

@@ -101,6 +101,31 @@ uint32_t LlamaFileType(GgmlType type) {
   return file_types.at(type);
 }
 
+// A synthetic model written, opened and read back as a config.
+struct WrittenModel {
+  SyntheticModelSpec spec;
+  std::unique_ptr<GgufFile> file;
+  ModelConfig config;
+};
+
+// Writes the model of spec `text` into `dir`; checks its size, tensors and file type; reads back
+// its config.
+void WriteAndReadBack(const ScopedTempDir& dir, const char* text, WrittenModel* out) {
+  Result<SyntheticModelSpec> spec = ParseSyntheticSpec(text);
+  ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().ToString();
+  const std::string path = dir.File(spec->name + ".gguf");
+  std::unique_ptr<GgufFile> f = WriteAndOpen(*spec, path);
+  ASSERT_NE(f, nullptr) << text;
+  EXPECT_EQ(std::filesystem::file_size(path), SyntheticModelBytes(*spec)) << text;
+  ExpectTensors(*f, *spec);
+  EXPECT_EQ(*f->GetU32("general.file_type"), LlamaFileType(spec->weight_type)) << text;
+  Result<ModelConfig> c = ModelConfigFromGguf(*f, spec->name);
+  ASSERT_TRUE(c.ok()) << text << ": " << c.status().ToString();
+  out->spec = *spec;
+  out->file = std::move(f);
+  out->config = *c;
+}
+
 TEST(SyntheticModelTest, TinyReadsBackWithItsShape) {
   ScopedTempDir dir;
   const SyntheticModelSpec spec = *FindSyntheticPreset("tiny");
@@ -175,16 +200,10 @@ TEST(SyntheticModelTest, EveryWeightTypeAndWindowReadsBack) {
         "tiny:weight_type=q5_K,n_embd=256,n_ff=256,n_layers=1",
         "llama3-tiny:weight_type=q6_K,n_embd=256,n_ff=256,head_dim=32",
         "tiny:head_dim=32,n_heads=2,n_kv_heads=2,n_layers=1"}) {
-    Result<SyntheticModelSpec> spec = ParseSyntheticSpec(text);
-    ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().ToString();
-    const std::string path = dir.File(spec->name + ".gguf");
-    std::unique_ptr<GgufFile> f = WriteAndOpen(*spec, path);
-    ASSERT_NE(f, nullptr) << text;
-    EXPECT_EQ(std::filesystem::file_size(path), SyntheticModelBytes(*spec)) << text;
-    ExpectTensors(*f, *spec);
-    EXPECT_EQ(*f->GetU32("general.file_type"), LlamaFileType(spec->weight_type)) << text;
-    Result<ModelConfig> c = ModelConfigFromGguf(*f, spec->name);
-    ASSERT_TRUE(c.ok()) << text << ": " << c.status().ToString();
+    WrittenModel m;
+    ASSERT_NO_FATAL_FAILURE(WriteAndReadBack(dir, text, &m));
+    const SyntheticModelSpec* spec = &m.spec;
+    const ModelConfig* c = &m.config;
     EXPECT_EQ(c->n_layers, spec->n_layers) << text;
     EXPECT_EQ(c->n_kv_heads, spec->n_kv_heads) << text;
     EXPECT_EQ(c->head_dim_k, spec->HeadDim()) << text;
@@ -197,16 +216,11 @@ TEST(SyntheticModelTest, EveryArchitecturePresetWritesItsTensorsAndKeys) {
   ScopedTempDir dir;
   for (const char* text : {"llama3-tiny", "qwen2-tiny:weight_type=q8_0",
                            "gemma2-tiny:weight_type=f16", "gemma3-tiny:weight_type=bf16"}) {
-    Result<SyntheticModelSpec> spec = ParseSyntheticSpec(text);
-    ASSERT_TRUE(spec.ok()) << text << ": " << spec.status().ToString();
-    const std::string path = dir.File(spec->name + ".gguf");
-    std::unique_ptr<GgufFile> f = WriteAndOpen(*spec, path);
-    ASSERT_NE(f, nullptr) << text;
-    EXPECT_EQ(std::filesystem::file_size(path), SyntheticModelBytes(*spec)) << text;
-    ExpectTensors(*f, *spec);
-    EXPECT_EQ(*f->GetU32("general.file_type"), LlamaFileType(spec->weight_type)) << text;
-    Result<ModelConfig> c = ModelConfigFromGguf(*f, spec->name);
-    ASSERT_TRUE(c.ok()) << text << ": " << c.status().ToString();
+    WrittenModel m;
+    ASSERT_NO_FATAL_FAILURE(WriteAndReadBack(dir, text, &m));
+    const SyntheticModelSpec* spec = &m.spec;
+    GgufFile* f = m.file.get();
+    const ModelConfig* c = &m.config;
     EXPECT_EQ(c->architecture, spec->architecture);
     EXPECT_EQ(c->sliding_window, spec->sliding_window) << text;
     EXPECT_EQ(c->window_pattern, WindowPatternOf(spec->architecture)) << text;

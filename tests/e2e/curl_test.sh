@@ -16,12 +16,6 @@
 #          seconds): disconnects while queued / during prefill / mid-stream, a slow reader, a
 #          burst of 10x --max-num-seqs, and a drain on SIGTERM.
 set -uo pipefail
-bin="$1"
-scratch="$2"
-rm -rf "$scratch"
-mkdir -p "$scratch"
-export KVENGINE_CACHE="${KVENGINE_CACHE:-$scratch/cache}"
-failures=0
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 require_tools curl jq

@@ -1,6 +1,13 @@
-# Helpers shared by the end-to-end shell tests (curl_test.sh, tiers_test.sh), sourced after they
-# set `bin` (the kvengine binary), `scratch` (an existing directory) and `failures=0`.
+# Helpers shared by the end-to-end shell tests (curl_test.sh, tiers_test.sh), sourced with the
+# test's own arguments KVENGINE_BINARY SCRATCH_DIR: sets `bin`, `scratch` (emptied and created),
+# KVENGINE_CACHE (unless set, into the scratch directory) and `failures=0`.
 # shellcheck shell=bash
+bin="$1"
+scratch="$2"
+rm -rf "$scratch"
+mkdir -p "$scratch"
+export KVENGINE_CACHE="${KVENGINE_CACHE:-$scratch/cache}"
+failures=0
 
 # Fails the test at once when a tool is missing (scripts/install-deps.sh installs them).
 require_tools() {

@@ -26,12 +26,6 @@
 #
 # Usage: tiers_test.sh KVENGINE_BINARY SCRATCH_DIR
 set -uo pipefail
-bin="$1"
-scratch="$2"
-rm -rf "$scratch"
-mkdir -p "$scratch"
-export KVENGINE_CACHE="${KVENGINE_CACHE:-$scratch/cache}"
-failures=0
 # shellcheck source=tests/e2e/lib.sh
 source "$(dirname "$0")/lib.sh"
 require_tools curl jq

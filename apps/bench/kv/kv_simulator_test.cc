@@ -136,13 +136,18 @@ TEST(KvSimulatorTest, PrefixCacheServesASharedPrompt) {
   }
 }
 
-TEST(KvSimulatorTest, NextTurnHitsThePreviousTurnsBlocks) {
+// The multi-turn workload of 40 requests: 10 conversations of 4 turns within 1024 tokens.
+Workload TenConversationsOfFourTurns() {
   WorkloadSpec spec;
   spec.kind = KvWorkload::kMultiTurn;
   spec.num_requests = 40;
   spec.turns = 4;
   spec.max_model_len = 1024;
-  const Workload w = GenerateWorkload(spec).value();
+  return GenerateWorkload(spec).value();
+}
+
+TEST(KvSimulatorTest, NextTurnHitsThePreviousTurnsBlocks) {
+  const Workload w = TenConversationsOfFourTurns();
   std::unique_ptr<KvBackend> b = Backend(KvPolicy::kPagedPrefix, SmallConfig(256, 1024));
   const SimResult r = SimulateKv(w, b.get()).value();
   EXPECT_EQ(r.requests_completed, 40);
@@ -150,12 +155,7 @@ TEST(KvSimulatorTest, NextTurnHitsThePreviousTurnsBlocks) {
 }
 
 TEST(KvSimulatorTest, ArrivalOrderQueuesFollowUpsBehindEveryone) {
-  WorkloadSpec spec;
-  spec.kind = KvWorkload::kMultiTurn;
-  spec.num_requests = 40;
-  spec.turns = 4;
-  spec.max_model_len = 1024;
-  const Workload w = GenerateWorkload(spec).value();
+  const Workload w = TenConversationsOfFourTurns();
   SimOptions arrival;
   arrival.session_fcfs = false;
   std::unique_ptr<KvBackend> a = Backend(KvPolicy::kPagedPrefix, SmallConfig(256, 1024));

@@ -9,7 +9,7 @@
 #include "synth/synth_test_util.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
-#include "report/decode_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine {
 namespace {

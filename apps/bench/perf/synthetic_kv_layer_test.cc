@@ -15,7 +15,7 @@
 #include "base/strings.h"
 #include "kv/block_layout.h"
 #include "bench/perf/attention_bench.h"
-#include "report/attention_bench_report.h"
+#include "report/perf_reports.h"
 
 namespace kvengine {
 namespace {
