@@ -1,7 +1,8 @@
 // `kvengine bench attention`: does paged decode attention read KV at memory speed?
 // One decode query against one layer's K/V per context length, KV dtype, thread count and layout
 // (paged in shuffled pool order vs contiguous), with KV GB/s as a fraction of the read bandwidth
-// measured in the same run (apps/bench/perf does the work; docs/bench-attention.md explains the figures).
+// measured in the same run (apps/bench/perf does the work; docs/bench-attention.md explains the
+// figures).
 #include <algorithm>
 #include <charconv>
 #include <cstdio>

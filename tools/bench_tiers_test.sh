@@ -49,7 +49,7 @@ if grep -q "^bench tiers: (c) ram run 1/1" "$scratch/no-redis.err"; then pass pr
 else fail "progress_lines: $(head -3 "$scratch/no-redis.err")"; fi
 
 text=$("$bin" bench tiers "${small[@]}" 2>/dev/null)
-check_text text_report "$text" "targets \(#5\)" "^\(e\) redis +skipped" "^\(d\) disk "
+check_text text_report "$text" "targets \(offload tiers\)" "^\(e\) redis +skipped" "^\(d\) disk "
 
 svg="$scratch/tiers.svg"
 # TTFT of 4 rows; ram and disk, tier and raw.

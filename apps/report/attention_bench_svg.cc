@@ -2,7 +2,7 @@
 // each a grid of panels (rows: layouts, columns: thread counts) with one group of bars per context
 // and one bar per KV dtype:
 //   1. KV bytes read per second as a fraction of the read bandwidth measured in the same run, the
-//      fraction on top, a dashed line at 0.75 (#6's goal for f16);
+//      fraction on top, a dashed line at 0.75 (the goal for f16);
 //   2. (with f16 and another dtype) each other dtype's tokens/s over f16's, with a tick at f16's
 //      row bytes over the dtype's: the speed-up attention bound by memory would show.
 // Each bar's tooltip has its tokens/s and KV GB/s. Rows at the first setting only (a --prefetch
@@ -193,7 +193,7 @@ std::string Format(const AttentionBenchResult& r) {
     lx += 30 + 7.5 * double(name.size());
   }
   s += SvgLine(lx, 62, lx + 18, 62, "#c0392b", " stroke-width=\"1.5\" stroke-dasharray=\"5 3\"");
-  s += SvgText(lx + 22, 66.5, "start", 12, "0.75 (#6's goal for f16)");
+  s += SvgText(lx + 22, 66.5, "start", 12, "0.75 (the goal for f16)");
   if (speedups) {
     lx += 190;
     s += SvgLine(lx, 62, lx + 14, 62, "#111", " stroke-width=\"2\"");

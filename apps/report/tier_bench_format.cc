@@ -72,7 +72,7 @@ std::string FormatTierBenchText(const TierBenchResult& r) {
     }
   }
   if (!notes.empty()) s += "\nnotes:\n" + notes;
-  s += "\ntargets (#5):\n";
+  s += "\ntargets (offload tiers):\n";
   for (const TierBenchTarget& t : r.targets) {
     if (!t.judged) {
       s += fmt::format("  {:<48} not judged (row not run or not served by its tier)\n", t.name);

@@ -60,7 +60,7 @@ namespace {
 // activations come packed (PackTokenTile): one pointer and constant offsets reach every token's
 // vector, so no per-token pointer competes for the general registers or reloads from the
 // stack. On the Intel AVX-512 VM of BENCHMARKS.md the packed 4 x 6 tile ran 5-25% faster than
-// the same tile over per-token pointers (kernels_bench BM_MatMulShape). Longer token tiles
+// the same tile over per-token pointers (kernels_microbench BM_MatMulShape). Longer token tiles
 // (1 x 16, 2 x 8, 2 x 12, each decoded weight used more often) ran no faster there once the
 // activations came from L2 rather than L1, with or without blocking the columns so that they
 // stay in L1.
@@ -73,7 +73,7 @@ namespace {
 constexpr size_t kRowTile = 4;
 constexpr size_t kTokenTiles[] = {6, 4, 2, 1};
 #else
-// 16 vector registers: 3 x 4 (12 + 3 + 1 = 16). On Zen 3 (AVX2), F16 weights, kernels_bench
+// 16 vector registers: 3 x 4 (12 + 3 + 1 = 16). On Zen 3 (AVX2), F16 weights, kernels_microbench
 // BM_MatMulShape: 80-91 GFLOPS per thread at 16-512 tokens against 4 x 2's 73-86 (the FMA peak is
 // 117); 2 x 6 reached 63-66 (GCC spilled its accumulators).
 constexpr size_t kRowTile = 3;
@@ -170,7 +170,7 @@ HWY_INLINE void TokenTileOverRows(const WeightView& w, const float* xp, int64_t 
 // file) and takes one pass over the panel instead of two or three. Alternated with the plan
 // before (full tiles of each shape, largest first: 5 = 4 + 1, 11 = 6 + 4 + 1) in one process on
 // Zen 4 (F16, 2048 rows, 1 thread): 5 tokens 55 -> 76 GFLOPS, 9 73 -> 83, 11 81 -> 90, 15 84 ->
-// 91; tails of 1 unchanged (kernels_bench, BENCHMARKS.md).
+// 91; tails of 1 unchanged (kernels_microbench, docs/notes/decode-matmul.md).
 struct TokenTilePlan {
   size_t n = 0;
   int64_t tokens = 0;  // The block's tokens; the last tile may extend past them (padding).
@@ -226,12 +226,13 @@ HWY_INLINE void WithTileShape(size_t s, const F& f) {
 // (the last pass alone prefetching the next panel; a single pass only its own rows, 1 KiB ahead)
 // in one process on Zen 4 (F16, 2048 rows, best of each): 4 and 6 tokens 46 -> 69 and 61 -> 89
 // GFLOPS with 1 thread (82 -> 114, 108 -> 162 with 2); 8 tokens 64 -> 74; 16 tokens 88 -> 91;
-// 40-80 tokens 1-3% faster (kernels_bench, BENCHMARKS.md). Spreading the prefetch over every
-// tile, instead of whole rows of the next panel in every shares-th row tile (which then waited on
-// memory: in perf those tiles took 1.4x the time of the others), on Zen 3 (AVX2, 2048 x 2048,
-// same process, old / new): 16 tokens 38.9-39.9 / 43.1-44.3 G multiply-adds/s with 1 thread,
-// 77-78 / 82.7-83.8 with 2; 6 tokens 30.2-30.6 / 32.7-34.7; 80 tokens 2-3% faster; 4 tokens (one
-// pass, the whole next panel) unchanged. `bench decode` batch 16: 97.8-99.5 -> 105.4-107.9 tok/s.
+// 40-80 tokens 1-3% faster (kernels_microbench, docs/notes/decode-matmul.md). Spreading the
+// prefetch over every tile, instead of whole rows of the next panel in every shares-th row tile
+// (which then waited on memory: in perf those tiles took 1.4x the time of the others), on Zen 3
+// (AVX2, 2048 x 2048, same process, old / new): 16 tokens 38.9-39.9 / 43.1-44.3 G multiply-adds/s
+// with 1 thread, 77-78 / 82.7-83.8 with 2; 6 tokens 30.2-30.6 / 32.7-34.7; 80 tokens 2-3% faster; 4
+// tokens (one pass, the whole next panel) unchanged. `bench decode` batch 16: 97.8-99.5 ->
+// 105.4-107.9 tok/s.
 template <class Tile>
 HWY_INLINE void PanelPasses(const WeightView& w, const float* xp, const TokenTilePlan& plan,
                             int64_t row_begin, int64_t row_end, int64_t row_end_all, float* y,
@@ -309,15 +310,15 @@ const float* PackBlock(const float* x, size_t cols, const TokenTilePlan& plan, i
 // FMA's latency (~28 GB/s of F16 per core on Zen 5, below the memory's read bandwidth once two
 // cores stream); the tile keeps kDecodeStreams chains in flight, each still in the order of the
 // top of this file, while the memory system sees a few long sequential streams (adjacent rows
-// interleaved, 4 KiB apart, read at half the speed). kernels_bench BM_MatMulDecodeInCache: 1 / 2 /
-// 4 / 6 / 8 runs 28 / 44-52 / 80-82 / 80-87 / 84-87 GB/s per thread from L2.
+// interleaved, 4 KiB apart, read at half the speed). kernels_microbench BM_MatMulDecodeInCache:
+// 1 / 2 / 4 / 6 / 8 runs 28 / 44-52 / 80-82 / 80-87 / 84-87 GB/s per thread from L2.
 constexpr size_t kDecodeStreams = 4;
 // The most tokens DecodeStreams takes: what its S x T accumulators, S weight vectors and an
 // activation leave of the registers. AVX-512: 6 (4 x 6 + 4 + 1 = 29 of 32). A batch of 4-6 tokens
 // is a single token tile, so the panel loop's weights in L2 serve no second pass, and its software
 // prefetch of the next panel streamed slower than the hardware prefetchers follow four runs: on
-// the Intel Xeon VM of BENCHMARKS.md (2026-12-03), kernels_bench BM_MatMulShape 2048 x 2048 F16,
-// 4 tokens 0.914 -> 0.775 ms with 1 thread and 0.528 -> 0.416 ms with 2 (fastest of 4
+// the Intel Xeon VM of BENCHMARKS.md (2026-12-03), kernels_microbench BM_MatMulShape 2048 x 2048
+// F16, 4 tokens 0.914 -> 0.775 ms with 1 thread and 0.528 -> 0.416 ms with 2 (fastest of 4
 // alternations; 2048 x 5632 and 6 tokens equal or faster). 16-register targets: 3, as before (4 x 3
 // accumulators take 12 of the 16).
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
@@ -420,7 +421,7 @@ void MatMulLoop(const WeightView& w, const float* x, int64_t n_tokens, int64_t r
 
 // A quantized matmul call with at least this many tokens goes through the token tiles where the
 // target has them (KernelTable::quant_tile_rows): below it, decoding 8 rows for a few tokens
-// costs more than the per-row kernels' reduction saves (measured in BENCHMARKS.md).
+// costs more than the per-row kernels' reduction saves (measured in docs/notes/decode-matmul.md).
 constexpr int64_t kQuantTileMinTokens = 6;
 
 // The quantized dot products of this target (quant_dot.h): the x86 kernels where the target has

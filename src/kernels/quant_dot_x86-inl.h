@@ -477,7 +477,7 @@ KV_QD_FN void DotKRange(const uint8_t* chunk, int64_t c0, int64_t width, const u
 // One token over a whole row of nb super-blocks: DotKRange's operations in its order, with the
 // accumulator in a register (through state[t] on the stack, each super-block's float steps
 // waited on a store and a load of the one before: llama-1b Q4_K decode, measured in
-// BENCHMARKS.md).
+// docs/notes/decode-matmul.md).
 template <class Decoded, auto kDecode, auto kStep, size_t kBytes>
 KV_QD_FN float DotKOne(const uint8_t* row, int64_t nb, const Q8KBlock* x) {
   float acc = 0.0f;

@@ -232,7 +232,7 @@ HWY_INLINE VF Fp8ToF32(VU32 c) {
 // same. NaN codes are rewritten to f16 0x7E00 so that they convert to the reference's 0x7FC00000.
 // Seven instructions per vector on AVX-512 (e4m3: sign-extend, shift, mask, the NaN test and fix
 // in three, the conversion) against 14 through Fp8ToF32; the NaN fix is about 12% of the kernel's
-// time on fp8 KV (BENCHMARKS.md).
+// time on fp8 KV (docs/notes/quantized-kv-attention.md).
 template <bool kE4M3>
 inline constexpr float kFp8DecodeFactor = (KVENGINE_QUANT_HAVE_F16C && kE4M3) ? 256.0f : 1.0f;
 

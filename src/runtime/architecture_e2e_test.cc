@@ -1,4 +1,4 @@
-// Every architecture and weight type end to end on its tiny synthetic model (#7): the preset of
+// Every architecture and weight type end to end on its tiny synthetic model: the preset of
 // each architecture (llama, mistral, Llama-3, qwen2, gemma2, gemma3) in every synthetic weight
 // type through load, prefill and greedy decode over the paged KV cache. In the float types and
 // q8_0 (f32, f16, bf16, q8_0):
@@ -290,7 +290,7 @@ TEST(ArchitectureE2eTest, MixedBatchEqualsOneAtATime) {
   }
 }
 
-// The block-quantized weight types, each on every preset (#7).
+// The block-quantized weight types, each on every preset.
 constexpr const char* kBlockWeightTypes[] = {"q4_0", "q4_1", "q5_0", "q5_1",
                                              "q4_K", "q5_K", "q6_K"};
 

@@ -1,6 +1,6 @@
 // Weight types against llama.cpp: the random-weight model of ../shared/models/quant in every weight
 // type there (f16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and the Q4_K_M / Q5_K_M mixes)
-// must reproduce llama.cpp's teacher-forced logits within 0.1 (#7): an independent implementation
+// must reproduce llama.cpp's teacher-forced logits within 0.1: an independent implementation
 // of every block layout checking ours.
 //
 // Like llama.cpp, the quantized weight types multiply activations quantized to q8_0 / q8_1 / q8_K

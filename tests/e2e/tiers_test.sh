@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # wait_for's conditions are single-quoted on purpose (evaluated afresh at each poll):
 # shellcheck disable=SC2016,SC2034
-# End to end for the KV offload tiers (issue #5, docs/tiers.md) against real `kvengine serve -m
+# End to end for the KV offload tiers (docs/tiers.md) against real `kvengine serve -m
 # tiny` processes on loopback and a real redis-server on a unix socket, both started (and killed
 # at exit) by this script. Every answer is compared with the one a server without tiers gives
 # (greedy, ignore_eos), so a tier hit that served wrong KV shows as different text.

@@ -3,7 +3,7 @@
 // cache, as a few runs read side by side (the count that reads fastest here), with the widest
 // vectors the CPU has (whatever kernel target a benchmark forces: the figure is the machine's, and
 // a narrow sum is bound by its own instructions). Benchmarks report their bytes/s as a fraction of
-// this figure measured in the same run (kernels_bench's BM_ReadBandwidth, `kvengine bench
+// this figure measured in the same run (kernels_microbench's BM_ReadBandwidth, `kvengine bench
 // attention`, `kvengine bench decode`).
 #pragma once
 

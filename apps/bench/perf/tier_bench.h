@@ -88,7 +88,8 @@ struct TierBenchRow {
   double fraction_of_raw = 0;  // tier_gb_per_s / raw.gb_per_s.
 };
 
-// One target of issue #5; judged = false when its row did not run.
+// One target of the offload tiers (TTFT over recompute per tier; transfer over the medium's raw
+// bandwidth); judged = false when its row did not run.
 struct TierBenchTarget {
   std::string name;  // "RAM TTFT >= 10x faster than recompute", ...
   double value = 0;
@@ -115,8 +116,8 @@ using TierBenchLog = std::function<void(std::string_view line)>;
 Result<TierBenchResult> RunTierBench(std::shared_ptr<const Model> model, std::string model_name,
                                      const TierBenchOptions& options, const TierBenchLog& log = {});
 
-// The targets of issue #5 from the rows: RAM >= 10x and disk >= 5x faster TTFT than recompute;
-// each tier's transfer >= 0.8 of its medium's raw bandwidth.
+// The offload tiers' targets, judged from the rows: RAM >= 10x and disk >= 5x faster TTFT than
+// recompute; each tier's transfer >= 0.8 of its medium's raw bandwidth.
 std::vector<TierBenchTarget> TierBenchTargets(const std::vector<TierBenchRow>& rows);
 
 }  // namespace kvengine

@@ -105,7 +105,7 @@ TEST_F(TierBenchTest, EveryRowIsServedFromWhereItSays) {
   EXPECT_EQ(j[3]["prompt_tokens_computed"], 4);
   const std::string text = FormatTierBenchText(*r);
   EXPECT_NE(text.find("(d) disk"), std::string::npos);
-  EXPECT_NE(text.find("targets (#5)"), std::string::npos);
+  EXPECT_NE(text.find("targets (offload tiers)"), std::string::npos);
   // The chart: a TTFT bar per row that ran (redis skipped), two rate bars per tier that ran.
   const std::string svg = FormatTierBenchSvg(*r);
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);

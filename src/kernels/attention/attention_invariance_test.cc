@@ -182,7 +182,7 @@ TEST(AttentionKernelTest, PlansKvHeadsPerItem) {
 // ItemRowWalker::Next in chunks of any size yields the rows (and run starts) that per-position
 // address arithmetic gives: K and V data and scales of the item's first KV head, blocks of 1 / 5
 // / 16 rows, ranges that start and end mid-block, two ranges. (GCC 12.2 -O3 once miscompiled the
-// walk's four running pointer sums into K = V: docs/bench-attention.md, "Where the in-cache
+// walk's four running pointer sums into K = V: docs/notes/attention-kernel.md, "Where the in-cache
 // time goes on AVX2".)
 TEST(AttentionKernelTest, RowWalkerYieldsEachPositionsRows) {
   for (const KvDtype dtype : {KvDtype::kF16, KvDtype::kInt8}) {

@@ -129,7 +129,7 @@ class ItemRowWalker {
       new_run_ = false;
       // Row j of the run by a multiply: GCC 12.2 at -O3 vectorizes four running pointer sums
       // (r.k_data += ...; r.v_data += ...) wrongly, giving K the V rows' addresses (reduced case
-      // in docs/bench-attention.md, "Where the in-cache time goes on AVX2").
+      // in docs/notes/attention-kernel.md, "Where the in-cache time goes on AVX2").
       const KvRowRefs r = row_;
       const KvRowStrides stride = RowStride(kv_);
       for (int j = 0; j < m; ++j) refs[i + j] = Advance(r, stride, size_t(j));

@@ -39,7 +39,8 @@ constexpr int64_t kItemOverhead = 16;
 // runs shorter than this (16 rows of f16 x 128 are 4 KiB) are read at a fraction of the rate of a
 // long stream. An item of all the KV heads reads each block's runs one after another (the kernel
 // takes the heads in turn per chunk), H times longer. Measured at 32k, 8 KV heads x 128, paged
-// blocks of 16 in shuffled order on Zen 3: see BENCHMARKS.md ("KV heads per work item").
+// blocks of 16 in shuffled order on Zen 3: see docs/notes/attention-kernel.md ("KV heads per
+// work item").
 constexpr size_t kShortRunBytes = 16 << 10;
 // Items per thread below which HeadsPerItem splits the KV heads further, for load balance.
 constexpr int64_t kMinItemsPerThread = 4;
