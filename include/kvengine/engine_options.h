@@ -20,7 +20,11 @@ struct EngineOptions {
   // max_model_len tokens of blocks per sequence up front, emulating pre-PagedAttention systems
   // for side-by-side comparisons; `--kv-policy contiguous`). Passed to the scheduler as it is.
   SchedulerOptions sched;
-  int max_queued_requests = 256;          // Waiting requests beyond this are refused (503).
+  // Requests that find no free seat wait, up to this many; beyond it Submit refuses them
+  // (kUnavailable, 503). Requests a free seat awaits never count, so a burst of max_num_seqs +
+  // max_queued_requests into an idle engine is accepted. 0: no waiting queue (accepted only
+  // while a seat is free for them).
+  int max_queued_requests = 256;
   int threads = 0;                        // Compute threads; 0 = all cores.
   // Groups, block size, memory, max_model_len, prefix caching. Empty groups: the model's
   // groups with f16 KV (BuildKvGroups); an empty model_fingerprint: the model's name.

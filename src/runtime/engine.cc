@@ -209,14 +209,19 @@ Result<RequestId> Engine::Submit(RequestParams params, EventCallback on_event) {
       m.rejected.fetch_add(1, std::memory_order_relaxed);
       return Unavailable("the engine is stopped");
     }
-    const int64_t waiting = static_cast<int64_t>(m.inbox.size()) + m.waiting_in_loop.load();
-    if (waiting >= m.options.max_queued_requests) {
+    const int64_t pending = static_cast<int64_t>(m.inbox.size()) + m.waiting_in_loop.load();
+    const int64_t pending_seqs = m.inbox_seqs + m.waiting_seqs_in_loop.load();
+    const int64_t waiting = engine_internal::WaitingWith(
+        pending, pending_seqs, m.running_seqs.load(), r->params.n, m.options.sched.max_num_seqs);
+    if (waiting > m.options.max_queued_requests) {
       m.rejected.fetch_add(1, std::memory_order_relaxed);
-      return Unavailable("the waiting queue is full (" + std::to_string(waiting) +
-                         " requests, max_queued_requests " +
+      return Unavailable("the waiting queue is full (no free seat of " +
+                         std::to_string(m.options.sched.max_num_seqs) + ", " +
+                         std::to_string(waiting - 1) + " requests waiting, max_queued_requests " +
                          std::to_string(m.options.max_queued_requests) + "); retry later");
     }
     r->id = m.next_id.fetch_add(1);
+    m.inbox_seqs += r->params.n;
     m.inbox.push_back(std::move(r));
     const RequestId id = m.inbox.back()->id;
     m.wake.notify_one();

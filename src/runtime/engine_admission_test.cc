@@ -4,6 +4,7 @@
 
 #include "planner/kv_plan.h"
 #include "kvengine/engine.h"
+#include "runtime/engine_internal.h"
 #include "runtime/engine_test_util.h"
 
 namespace kvengine {
@@ -87,14 +88,17 @@ TEST(EngineAdmissionTest, RequestBiggerThanThePoolSaysWhatWouldFit) {
 TEST(EngineAdmissionTest, FullQueueIsUnavailableAndStopCancelsTheQueued) {
   EventLog log;
   EngineOptions o = BaseOptions(64);
-  o.max_queued_requests = 2;
+  o.sched.max_num_seqs = 1;
+  o.max_queued_requests = 1;
   auto engine = MakeEngine(TinyModel(), o);  // Not started: requests stay queued.
-  auto a = engine->Submit(Simple(4, 4), log.Callback());
-  auto b = engine->Submit(Simple(4, 4), log.Callback());
+  auto a = engine->Submit(Simple(4, 4), log.Callback());  // Takes the one seat.
+  auto b = engine->Submit(Simple(4, 4), log.Callback());  // Waits.
   ASSERT_TRUE(a.ok() && b.ok());
   const Status full = SubmitStatus(*engine, Simple(4, 4));
   EXPECT_EQ(full.code(), StatusCode::kUnavailable);
-  EXPECT_NE(full.message().find("queue is full"), std::string::npos);
+  EXPECT_NE(full.message().find("queue is full (no free seat of 1, 1 requests waiting"),
+            std::string::npos)
+      << full.message();
   EXPECT_EQ(engine->Stats().requests_waiting, 2);
   engine->Stop();
   for (RequestId id : {*a, *b}) {
@@ -109,6 +113,78 @@ TEST(EngineAdmissionTest, FullQueueIsUnavailableAndStopCancelsTheQueued) {
   EXPECT_EQ(s.requests_waiting, 0);
   EXPECT_EQ(UsedBlocks(s), 0);
   engine->Stop();  // Idempotent.
+}
+
+TEST(EngineAdmissionTest, QueueLimitCountsOnlyRequestsBeyondTheFreeSeats) {
+  using engine_internal::WaitingWith;
+  // 4 seats, all free: the first 4 requests (n = 1) run at once, the 5th is the first to wait.
+  EXPECT_EQ(WaitingWith(0, 0, 0, 1, 4), 0);
+  EXPECT_EQ(WaitingWith(3, 3, 0, 1, 4), 0);
+  EXPECT_EQ(WaitingWith(4, 4, 0, 1, 4), 1);
+  EXPECT_EQ(WaitingWith(7, 7, 0, 1, 4), 4);
+  // Seats held by running requests are not free; a request of n choices needs n seats.
+  EXPECT_EQ(WaitingWith(0, 0, 4, 1, 4), 1);
+  EXPECT_EQ(WaitingWith(1, 1, 2, 1, 4), 0);
+  EXPECT_EQ(WaitingWith(0, 0, 2, 4, 4), 1);
+  EXPECT_EQ(WaitingWith(1, 4, 0, 4, 4), 1);
+  // More running than seats (n > 1 forks): nothing is free, nothing goes negative.
+  EXPECT_EQ(WaitingWith(2, 2, 6, 1, 4), 3);
+}
+
+TEST(EngineAdmissionTest, BurstOfTwiceTheSeatsFitsSeatsPlusQueue) {
+  // max_num_seqs 4, max_queued_requests 4, a burst of 8 before the loop runs a step: 4 take the
+  // free seats and 4 wait, so all 8 are accepted; the 9th would be the 5th waiting.
+  EventLog log;
+  EngineOptions o = BaseOptions(64);
+  o.sched.max_num_seqs = 4;
+  o.max_queued_requests = 4;
+  auto engine = MakeEngine(TinyModel(), o);  // Not started: a burst the loop has not seen.
+  std::vector<RequestId> ids;
+  for (int i = 0; i < 8; ++i) {
+    RequestParams p = Simple(6, 4);
+    p.prompt[1] = 100 + i;
+    auto id = engine->Submit(p, log.Callback());
+    ASSERT_TRUE(id.ok()) << "request " << i << ": " << id.status().ToString();
+    ids.push_back(*id);
+  }
+  EXPECT_EQ(SubmitStatus(*engine, Simple(4, 4)).code(), StatusCode::kUnavailable);
+  engine->Start();
+  for (RequestId id : ids) ASSERT_TRUE(log.WaitFinals(id, 1));
+  for (RequestId id : ids) EXPECT_EQ(log.Finals(id)[0].finish_reason, FinishReason::kLength);
+  // The same burst against the running, idle engine: all accepted again.
+  ids.clear();
+  for (int i = 0; i < 8; ++i) {
+    auto id = engine->Submit(Simple(6, 4), log.Callback());
+    ASSERT_TRUE(id.ok()) << "request " << i << ": " << id.status().ToString();
+    ids.push_back(*id);
+  }
+  for (RequestId id : ids) ASSERT_TRUE(log.WaitFinals(id, 1));
+  EXPECT_EQ(engine->Stats().requests_rejected_total, 1);
+}
+
+TEST(EngineAdmissionTest, ZeroQueueAcceptsWhileASeatIsFree) {
+  // max_queued_requests 0: no waiting queue. A request is accepted while a seat is free for it
+  // (an idle engine accepts max_num_seqs at once) and refused only when none is.
+  EventLog log;
+  EngineOptions o = BaseOptions(64);
+  o.sched.max_num_seqs = 2;
+  o.max_queued_requests = 0;
+  auto engine = MakeEngine(TinyModel(), o);
+  auto a = engine->Submit(Simple(4, 4), log.Callback());
+  auto b = engine->Submit(Simple(5, 4), log.Callback());
+  ASSERT_TRUE(a.ok() && b.ok());
+  const Status full = SubmitStatus(*engine, Simple(4, 4));
+  EXPECT_EQ(full.code(), StatusCode::kUnavailable);
+  EXPECT_NE(full.message().find("max_queued_requests 0"), std::string::npos) << full.message();
+  RequestParams two = Simple(4, 4);
+  two.n = 2;  // Needs both seats.
+  engine->Start();
+  ASSERT_TRUE(log.WaitFinals(*a, 1) && log.WaitFinals(*b, 1));
+  // Finished requests give their seats back (the stats are published before the events).
+  auto c = engine->Submit(two, log.Callback());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(log.WaitFinals(*c, 2));
+  EXPECT_EQ(engine->Stats().requests_rejected_total, 1);
 }
 
 TEST(EngineAdmissionTest, CapacityLineAgreesWithThePlanner) {

@@ -2,6 +2,7 @@
 // loop thread: steps, sampling, events) and engine_capacity.cc (KV sizing and messages).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -78,6 +79,17 @@ struct PendingEvent {
   RequestEvent event;
 };
 
+// How many requests would wait for a seat (none free for them) with one more of n choices,
+// given the requests not running yet (`pending`, holding `pending_seqs` unfinished choices)
+// and the seats the running ones hold. Requests take free seats in arrival order, so only those
+// beyond the free seats wait; 0 when the new one fits in a free seat behind the pending ones.
+inline int64_t WaitingWith(int64_t pending, int64_t pending_seqs, int64_t running_seqs, int n,
+                           int max_num_seqs) {
+  const int64_t free_seats = std::max<int64_t>(0, int64_t{max_num_seqs} - running_seqs);
+  if (pending_seqs + n <= free_seats) return 0;
+  return std::max<int64_t>(1, pending + 1 - free_seats);
+}
+
 // Sequence ids: request id * kSeqsPerRequest + choice.
 inline constexpr uint64_t kSeqsPerRequest = 256;
 static_assert(kMaxChoices <= static_cast<int>(kSeqsPerRequest));
@@ -132,6 +144,10 @@ struct Engine::Impl {
   std::thread thread;
   std::atomic<RequestId> next_id{1};
   std::atomic<int64_t> waiting_in_loop{0};  // Requests queued inside the loop (not running).
+  // Seats (unfinished choices) of the loop's waiting requests and of its running ones; the
+  // inbox's. Written under mu, so Submit's queue check sees them together.
+  std::atomic<int64_t> waiting_seqs_in_loop{0}, running_seqs{0};
+  int64_t inbox_seqs = 0;  // Guarded by mu.
   std::atomic<int64_t> rejected{0};
   mutable std::mutex stats_mu;
   EngineStats published;  // Guarded by stats_mu.

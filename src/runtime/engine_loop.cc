@@ -52,6 +52,8 @@ bool Engine::Impl::WaitForWork() {
     });
     if (stopping) return false;
     new_requests.swap(inbox);
+    waiting_seqs_in_loop.fetch_add(inbox_seqs);
+    inbox_seqs = 0;
     new_cancels.swap(cancels);
     tasks.swap(loop_tasks);
     if (tier_ready) stalled = false;
@@ -332,18 +334,26 @@ void Engine::Impl::Publish() {
   // Every iteration: KvCacheManager::Stats scans the pool's block states (O(blocks), about a
   // nanosecond each), small next to a forward pass, and it keeps the promise that a step's
   // events are delivered after its stats.
-  int64_t running = 0;
+  int64_t running = 0, seats_running = 0, seats_waiting = 0;
   for (const auto& [id, r] : requests) {
+    bool is_running = false;
+    int64_t unfinished = 0;
     for (const ChoiceState& ch : r->choices) {
-      const SchedSequence* s = ch.exists && !ch.finished ? sched->Find(ch.seq) : nullptr;
-      if (s != nullptr && s->status == SeqStatus::kRunning) {
-        ++running;
-        break;
-      }
+      if (ch.finished) continue;
+      ++unfinished;
+      const SchedSequence* s = ch.exists ? sched->Find(ch.seq) : nullptr;
+      is_running = is_running || (s != nullptr && s->status == SeqStatus::kRunning);
     }
+    running += is_running;
+    (is_running ? seats_running : seats_waiting) += unfinished;
   }
   const int64_t waiting = static_cast<int64_t>(requests.size()) - running;
-  waiting_in_loop.store(waiting);
+  {
+    std::lock_guard<std::mutex> lock(mu);  // Submit reads the three together.
+    waiting_in_loop.store(waiting);
+    waiting_seqs_in_loop.store(seats_waiting);
+    running_seqs.store(seats_running);
+  }
   counters.requests_running = running;
   counters.requests_waiting = waiting;
   counters.preemptions_total = sched->num_preemptions();
@@ -373,6 +383,7 @@ void Engine::Impl::CancelEverything() {
   {
     std::lock_guard<std::mutex> lock(mu);
     queued.swap(inbox);
+    inbox_seqs = 0;
     cancels.clear();
   }
   for (auto& r : queued) Accept(std::move(r), /*may_prefetch=*/false);

@@ -245,8 +245,9 @@ TEST_F(EngineServerTest, TokenizeRoundTrip) {
 }
 
 TEST_F(EngineServerTest, BurstBeyondTheQueueKeepsServing) {
-  // At least the 8 the queue holds are accepted (4 more once the loop has admitted some);
-  // the rest get 503 with Retry-After, and every request gets one of the two.
+  // At least the 4 seats and the 8 the queue holds are accepted (requests a free seat awaits do
+  // not count as waiting); the rest get 503 with Retry-After, and every request gets one of the
+  // two.
   std::vector<std::future<int>> results;
   for (int i = 0; i < 24; ++i) {
     results.push_back(std::async(std::launch::async, [this, i] {
@@ -269,7 +270,7 @@ TEST_F(EngineServerTest, BurstBeyondTheQueueKeepsServing) {
     if (s != 200 && s != 503) ADD_FAILURE() << "status " << s;
   }
   EXPECT_EQ(ok + busy, 24);
-  EXPECT_GE(ok, 8);
+  EXPECT_GE(ok, 12);
   auto r = Post("/v1/completions", {{"prompt", "after"}, {"max_tokens", 2}});
   EXPECT_EQ(r->status, 200);
 }
