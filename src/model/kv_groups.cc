@@ -2,8 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
+#include <string>
+#include <vector>
 
 namespace kvengine {
 
@@ -62,6 +65,7 @@ Result<KvDtypeMap> ParseKvDtypeMap(const std::string& json_text, int n_layers) {
     return InvalidArgument("KV plan is not a JSON object");
   }
   KvDtypeMap map;
+  std::vector<std::string> set_by(size_t(std::max(n_layers, 0)));  // [layer] the range naming it.
   for (const auto& [key, val] : doc.items()) {
     if (key == "default") {
       KV_ASSIGN_OR_RETURN(map.default_dtypes, ParseEntry(val, "KV plan 'default'"));
@@ -80,7 +84,14 @@ Result<KvDtypeMap> ParseKvDtypeMap(const std::string& json_text, int n_layers) {
                                  std::to_string(n_layers - 1));
         }
         KV_ASSIGN_OR_RETURN(LayerKvDtypes d, ParseEntry(entry, where));
-        for (int l = lo; l <= hi; ++l) map.overrides.emplace_back(l, d);
+        for (int l = lo; l <= hi; ++l) {
+          if (!set_by[size_t(l)].empty()) {
+            return InvalidArgument(where + ": layer " + std::to_string(l) + " is also in layers['" +
+                                   set_by[size_t(l)] + "'] (ranges must not overlap)");
+          }
+          set_by[size_t(l)] = range;
+          map.overrides.emplace_back(l, d);
+        }
       }
     } else {
       return InvalidArgument("KV plan: unknown field '" + key + "' (use \"default\", \"layers\")");

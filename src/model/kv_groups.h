@@ -26,7 +26,8 @@ KvDtypeMap UniformDtypes(KvDtype dtype);
 // Parses a KV dtype map (--kv-dtype-map) JSON document:
 //   {"default": "int8",                        // or {"k": "f16", "v": "int8"}
 //    "layers": {"0": "f16", "30-31": {"k": "f16", "v": "int4"}}}
-// Layer keys are single indices or inclusive ranges "a-b". Errors name the offending field.
+// Layer keys are single indices or inclusive ranges "a-b"; no layer may be named twice
+// (overlapping ranges are an error). Errors name the offending field.
 Result<KvDtypeMap> ParseKvDtypeMap(const std::string& json_text, int n_layers);
 
 struct KvGroupOptions {

@@ -47,6 +47,27 @@ TEST(KvGroupsTest, HybridAndMlaGrouping) {
   EXPECT_FALSE(BuildKvGroups(*FindPreset("llama-2-7b"), UniformDtypes(KvDtype::kF16), streaming).ok());
 }
 
+TEST(KvGroupsTest, KvDtypeMapRejectsOverlappingLayerRanges) {
+  // Each layer may be named once: overlapping ranges were accepted and counted twice.
+  auto overlap = ParseKvDtypeMap(R"({"layers": {"0-3": "f16", "2-5": "int8"}})", 8);
+  ASSERT_FALSE(overlap.ok());
+  EXPECT_EQ(overlap.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(overlap.status().message(),
+            "KV plan layers['2-5']: layer 2 is also in layers['0-3'] (ranges must not overlap)");
+  auto single = ParseKvDtypeMap(R"({"layers": {"1-4": "f16", "4": "int8"}})", 8);
+  ASSERT_FALSE(single.ok());
+  EXPECT_NE(single.status().message().find("layer 4 is also in layers['1-4']"), std::string::npos)
+      << single.status().message();
+  // Adjacent ranges are fine, and each layer is one override.
+  auto adjacent =
+      ParseKvDtypeMap(R"({"default": "int4", "layers": {"0-3": "f16", "4-5": "int8"}})", 8);
+  ASSERT_TRUE(adjacent.ok()) << adjacent.status().ToString();
+  EXPECT_EQ(adjacent->overrides.size(), 6u);
+  EXPECT_EQ(adjacent->ForLayer(3).k, KvDtype::kF16);
+  EXPECT_EQ(adjacent->ForLayer(4).v, KvDtype::kInt8);
+  EXPECT_EQ(adjacent->ForLayer(6).k, KvDtype::kInt4);
+}
+
 // A metadata-only GGUF of `arch` with 4 layers of 64 (4 heads); `window` < 0 leaves the key out.
 std::unique_ptr<GgufFile> HeaderOnly(const std::string& arch, int64_t window) {
   GgufWriter w;
