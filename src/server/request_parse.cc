@@ -286,7 +286,7 @@ std::optional<ApiError> ParseGenerationRequest(Endpoint endpoint, std::string_vi
   f.String("cache_salt", limits.max_salt_bytes, &r.cache_salt);
   std::string user;
   f.String("user", kMaxTextBytes, &user);
-  f.Unsupported("logit_bias", "logit_bias is not supported");
+  f.Unsupported("logit_bias", "the sampler applies no per-token biases");
   if (f.error()) return f.error();
   Status v = r.sampling.Validate();
   if (!v.ok()) return SamplingError(v);

@@ -126,6 +126,30 @@ TEST(RequestParseTest, BadInputsAre400sNamingTheField) {
   }
 }
 
+TEST(RequestParseTest, UnsupportedFieldsSayWhyOnce) {
+  // Each message names the field once and then the reason (not the same words twice).
+  const std::pair<Endpoint, std::string> cases[] = {
+      {kC, "{\"prompt\": \"a\", \"logit_bias\": {\"5\": 100}}"},
+      {kC, "{\"prompt\": \"a\", \"presence_penalty\": 0.5}"},
+      {kC, "{\"prompt\": \"a\", \"echo\": true}"},
+      {kChat, "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": [{}]}"},
+  };
+  for (const auto& [endpoint, body] : cases) {
+    GenerationRequest r;
+    std::optional<ApiError> err = ParseGenerationRequest(endpoint, body, ParseLimits(), &r);
+    ASSERT_TRUE(err.has_value()) << body;
+    const std::string once = err->param + " is not supported";
+    EXPECT_EQ(err->message.rfind(once + ": ", 0), 0u) << err->message;
+    EXPECT_EQ(err->message.find(once, once.size()), std::string::npos) << err->message;
+  }
+  GenerationRequest r;
+  std::optional<ApiError> err =
+      ParseGenerationRequest(kC, "{\"prompt\": \"a\", \"logit_bias\": {\"5\": 100}}",
+                             ParseLimits(), &r);
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->message, "logit_bias is not supported: the sampler applies no per-token biases");
+}
+
 TEST(RequestParseTest, DeepNestingAndRandomMutationsNeverCrash) {
   // 200k nested arrays: the parser and the destructor must not recurse that deep.
   const int depth = 200000;
