@@ -162,7 +162,7 @@ TEST(BlockRecordTest, CheckNamesAreDistinct) {
 TEST(TierKeyTest, NameRoundTrips) {
   TierKey key{BlockHash{Sha256Of("x")}, 12};
   const std::string name = key.Name();
-  EXPECT_EQ(name, "g12-" + key.hash.Hex());
+  EXPECT_EQ(name, "g12-v" + std::to_string(kRecordVersion) + "-f0-" + key.hash.Hex());
   std::optional<TierKey> back = ParseTierKeyName(name);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, key);
@@ -173,14 +173,38 @@ TEST(TierKeyTest, NameRoundTrips) {
   EXPECT_EQ(ParseTierKeyName(other_group.Name()), other_group);
 }
 
+TEST(TierKeyTest, TheRecordFormatIsPartOfTheKey) {
+  // The same block stored raw and re-encoded (another --kv-tier-dtype) has two names, so two
+  // engines sharing a store never overwrite each other's records.
+  const TierKey raw{BlockHash{Sha256Of("x")}, 1, kPayloadRawPool};
+  TierKey cold = raw;
+  cold.format = 0x100 + 7;
+  EXPECT_FALSE(raw == cold);
+  EXPECT_NE(raw.Name(), cold.Name());
+  EXPECT_NE(TierKeyHasher()(raw), TierKeyHasher()(cold));
+  EXPECT_EQ(cold.Name(), "g1-v" + std::to_string(kRecordVersion) + "-f263-" + raw.hash.Hex());
+  EXPECT_EQ(ParseTierKeyName(cold.Name()), cold);
+  // Another record version is another build's record: not a name of ours.
+  const std::string hex = raw.hash.Hex();
+  EXPECT_FALSE(ParseTierKeyName("g1-v" + std::to_string(kRecordVersion + 1) + "-f0-" + hex));
+  // The names of builds before the format was in the key.
+  EXPECT_FALSE(ParseTierKeyName("g1-" + hex).has_value());
+}
+
 TEST(TierKeyTest, ParseRejectsOtherSpellings) {
   const std::string hex = BlockHash{Sha256Of("x")}.Hex();
   std::string upper = hex;
   for (char& c : upper) c = char(std::toupper(c));
+  const std::string v = "-v" + std::to_string(kRecordVersion);
   for (const std::string& bad :
-       {std::string(""), std::string("g"), "g-" + hex, "g01-" + hex, "gx-" + hex,
-        "g1234567890-" + hex, "g1-" + hex.substr(1), "g1-" + hex + "0", "g1-" + upper, "h1-" + hex,
-        "g1_" + hex, "g-1-" + hex}) {
+       {std::string(""), std::string("g"), "g-" + hex, "g01" + v + "-f0-" + hex,
+        "gx" + v + "-f0-" + hex, "g1234567890" + v + "-f0-" + hex,
+        "g1" + v + "-f0-" + hex.substr(1),
+        "g1" + v + "-f0-" + hex + "0", "g1" + v + "-f0-" + upper, "h1" + v + "-f0-" + hex,
+        "g1_" + hex, "g-1-" + hex, "g1" + v + "-f00-" + hex, "g1" + v + "-f-" + hex,
+        "g1" + v + "-fx-" + hex, "g1" + v + "-f1234567890-" + hex, "g1-v-f0-" + hex,
+        "g1-v01-f0-" + hex, "g1" + v + "-g0-" + hex, "g1" + v + "-f0" + hex,
+        "g1-f0" + v + "-" + hex}) {
     EXPECT_FALSE(ParseTierKeyName(bad).has_value()) << bad;
   }
 }

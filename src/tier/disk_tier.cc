@@ -321,7 +321,8 @@ bool DiskTier::ReadRecord(int32_t slot, std::vector<uint8_t>* out) {
   if (!ok) return drop(counters_.errors);
   RecordMeta meta;
   if (CheckRecordIntegrity(*out, &meta, nullptr) != RecordCheck::kOk ||
-      meta.hash != entry.key.hash || meta.group != entry.key.group) {
+      meta.hash != entry.key.hash || meta.group != entry.key.group ||
+      meta.payload_format != entry.key.format) {
     return drop(counters_.corrupt);
   }
   return true;

@@ -228,7 +228,7 @@ bool RedisTier::AcceptValue(const TierKey& key, const char* data, size_t size) {
   RecordMeta meta;
   auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data), size);
   return CheckRecordIntegrity(bytes, &meta, nullptr) == RecordCheck::kOk && meta.hash == key.hash &&
-         meta.group == key.group;
+         meta.group == key.group && meta.payload_format == key.format;
 }
 
 Status RedisTier::Put(const TierKey& key, std::span<const uint8_t> record) {

@@ -61,18 +61,19 @@ void TierManager::RunWrite(WriteJob& job) {
     transcoders_[size_t(job.key.group)].Encode(job.payload, cold);
     EncodeRecordInto(meta, cold, &record);
   }
-  (void)store->Put(job.key, record);  // A failure is counted by the store; the block is lost.
+  // A failure is counted by the store; the block is lost.
+  (void)store->Put(StoreKey(job.key), record);
 }
 
 uint64_t TierManager::FetchFrom(BlockStore* store, TierKind kind, const FetchJob& job,
                                 size_t* next, std::vector<Landed>* out) {
   // One batched read of every remaining key (Redis pipelines it), then the run of blocks whose
   // every key verifies.
-  std::vector<TierKey> keys;
+  std::vector<TierKey> keys;  // The stores' keys (StoreKey); the job's are RAM keys.
   std::vector<size_t> first;  // [block] index of its first key in `keys`.
   for (size_t j = *next; j < job.blocks.size(); ++j) {
     first.push_back(keys.size());
-    keys.insert(keys.end(), job.blocks[j].begin(), job.blocks[j].end());
+    for (const TierKey& k : job.blocks[j]) keys.push_back(StoreKey(k));
   }
   first.push_back(keys.size());
   if (keys.empty()) return 0;
@@ -115,7 +116,9 @@ uint64_t TierManager::FetchFrom(BlockStore* store, TierKind kind, const FetchJob
       } else {
         transcoders_[size_t(key.group)].Decode(payload, pool);
       }
-      block.push_back(Landed{key, kind, std::move(pool)});
+      TierKey ram_key = key;
+      ram_key.format = kPayloadRawPool;  // RAM holds pool bytes.
+      block.push_back(Landed{ram_key, kind, std::move(pool)});
     }
     if (block.size() != recs.size()) break;
     for (Landed& l : block) out->push_back(std::move(l));

@@ -46,6 +46,7 @@ TierManager::TierManager(TierManagerOptions options, TierLayout layout,
     for (const KvGroupSpec& g : layout_.groups) {
       transcoders_.emplace_back(g, layout_.block_size, *layout_.cold_dtype);
     }
+    payload_format_ = TranscodedPayloadFormat(*layout_.cold_dtype);
   }
   if (has_slow_tiers()) io_ = std::thread([this] { IoLoop(); });
 }
@@ -56,8 +57,8 @@ RecordMeta TierManager::MetaOf(const TierKey& key) const {
   m.group = key.group;
   m.hash = key.hash;
   m.payload_bytes = layout_.bytes_per_block.at(size_t(key.group));
+  m.payload_format = payload_format_;
   if (!transcoders_.empty()) {
-    m.payload_format = TranscodedPayloadFormat(*layout_.cold_dtype);
     m.payload_bytes = transcoders_[size_t(key.group)].cold_bytes();
   }
   return m;

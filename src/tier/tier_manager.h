@@ -176,10 +176,17 @@ class TierManager final : public KvTierHook {
 
   // The record identity a write stores and a read expects for `key`.
   RecordMeta MetaOf(const TierKey& key) const;
+  // The key of `key`'s record in the disk and Redis stores: the same block under this manager's
+  // record format (RAM keys carry format 0; the stores' records may be re-encoded).
+  TierKey StoreKey(TierKey key) const {
+    key.format = payload_format_;
+    return key;
+  }
 
   const TierManagerOptions options_;
   const TierLayout layout_;
   std::vector<BlockTranscoder> transcoders_;  // [group]; empty without a cold dtype.
+  uint32_t payload_format_ = kPayloadRawPool;  // Of the records written to and read from stores.
   // Whether fetched records' checksums are checked again here. The disk and Redis stores check
   // them on read; a test may hand in a store that does not.
   bool verify_checksums_ = false;

@@ -266,7 +266,7 @@ for i in "${!kvb[@]}"; do
     *) printf '\xff\x00\xa5\x5a' | dd of="$f" bs=1 seek=$((size - 64)) conv=notrunc status=none ;;
   esac
 done
-head -c 5000 /dev/urandom >"$disk/g0-$(printf 'ab%.0s' $(seq 1 32)).kvb"
+head -c 5000 /dev/urandom >"$disk/g0-v1-f0-$(printf 'ab%.0s' $(seq 1 32)).kvb"
 head -c 5000 /dev/urandom >"$disk/not-a-block.kvb"
 head -c 100 /dev/urandom >"$disk/g0-$(printf 'cd%.0s' $(seq 1 32)).kvb.tmp"
 start_server d3 --kv-disk-path "$disk"
