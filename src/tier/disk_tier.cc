@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -100,7 +101,8 @@ DiskTier::DiskTier(DiskTierOptions options, int dir_fd, int lock_fd)
     : options_(std::move(options)),
       dir_fd_(dir_fd),
       lock_fd_(lock_fd),
-      direct_ok_(options_.use_o_direct) {}
+      direct_ok_(options_.use_o_direct),
+      limit_bytes_(options_.capacity_bytes) {}
 
 DiskTier::~DiskTier() {
   ::close(lock_fd_);  // Releases the flock.
@@ -185,7 +187,8 @@ void DiskTier::RemoveEntry(int32_t slot, bool unlink_file) {
 }
 
 void DiskTier::MakeRoom(uint64_t incoming) {
-  while (bytes_ + incoming > options_.capacity_bytes && lru_.size() > 0) {
+  const uint64_t limit = limit_bytes_.load(std::memory_order_relaxed);
+  while (bytes_ + incoming > limit && lru_.size() > 0) {
     RemoveEntry(lru_.Lru(), /*unlink_file=*/true);
     BlockStoreCounters::Add(counters_.evictions);
   }
@@ -212,6 +215,21 @@ Status DiskTier::Put(const TierKey& key, std::span<const uint8_t> record) {
     return OutOfRange(fmt::format("disk tier: record of {} bytes exceeds the capacity {}", size,
                                   options_.capacity_bytes));
   }
+  int err = 0;
+  Status s = WriteFile(key, record, &err);
+  if (!s.ok() && (err == ENOSPC || err == EDQUOT) && ShrinkToFit(size, err)) {
+    s = WriteFile(key, record, &err);  // Once: a second failure is the file system's to fix.
+  }
+  if (!s.ok()) {
+    BlockStoreCounters::Add(counters_.errors);
+    return s;
+  }
+  BlockStoreCounters::Add(counters_.bytes_written, size);
+  return s;
+}
+
+Status DiskTier::WriteFile(const TierKey& key, std::span<const uint8_t> record, int* err) {
+  const uint64_t size = record.size();
   // The old version of the key stays readable until the rename, so it is not an eviction
   // candidate, and its bytes are only released once the new file is in place.
   auto it = index_.find(key);
@@ -225,13 +243,14 @@ Status DiskTier::Put(const TierKey& key, std::span<const uint8_t> record) {
   auto fail = [&](const char* what, int e) {
     ::unlinkat(dir_fd_, temp.c_str(), 0);
     if (old_slot >= 0) lru_.PushMru(old_slot);
-    BlockStoreCounters::Add(counters_.errors);
+    *err = e;
     return Unavailable(fmt::format("disk tier: {} {}/{}: {}", what, options_.dir, temp, Errno(e)));
   };
   int fd = ::openat(dir_fd_, temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return fail("cannot create", errno);
-  if (!WriteAll(fd, record.data(), record.size())) {
-    int e = errno;
+  const int injected = options_.inject_write_error ? options_.inject_write_error(size) : 0;
+  if (injected != 0 || !WriteAll(fd, record.data(), record.size())) {
+    int e = injected != 0 ? injected : errno;
     ::close(fd);
     return fail("cannot write", e);
   }
@@ -248,8 +267,43 @@ Status DiskTier::Put(const TierKey& key, std::span<const uint8_t> record) {
   }
   if (old_slot >= 0) RemoveEntry(old_slot, /*unlink_file=*/false);  // Already replaced.
   AddEntry(key, size);
-  BlockStoreCounters::Add(counters_.bytes_written, size);
   return Status::Ok();
+}
+
+bool DiskTier::ShrinkToFit(uint64_t incoming, int err) {
+  const uint64_t held = bytes_, old_limit = limit_bytes_.load(std::memory_order_relaxed);
+  const uint64_t evicted_before = counters_.evictions.load(std::memory_order_relaxed);
+  if (held > 0) {
+    limit_bytes_.store(std::min(old_limit, std::max(held, incoming)), std::memory_order_relaxed);
+    MakeRoom(incoming);
+  }
+  // One line now, then at most one a minute summing up the failures in between.
+  ++full_events_;
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const int64_t now = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  if (last_full_log_ns_ < 0 || now - last_full_log_ns_ >= int64_t{60} * 1000000000) {
+    const uint64_t evicted = counters_.evictions.load(std::memory_order_relaxed) - evicted_before;
+    Log(held == 0 ? fmt::format("disk tier {}: the file system is full ({}) and the tier holds "
+                                "no block to evict ({} failed writes)",
+                                options_.dir, Errno(err), full_events_)
+                  : fmt::format("disk tier {}: the file system is full ({}, {} failed writes): "
+                                "evicted the {} oldest blocks ({} bytes), the tier's size is now "
+                                "{} bytes (was {}); retrying",
+                                options_.dir, Errno(err), full_events_, evicted, held - bytes_,
+                                limit_bytes_.load(std::memory_order_relaxed), old_limit));
+    last_full_log_ns_ = now;
+    full_events_ = 0;
+  }
+  return held > 0;
+}
+
+void DiskTier::Log(const std::string& line) {
+  if (options_.log) {
+    options_.log(line);
+  } else {
+    std::fprintf(stderr, "kvengine: %s\n", line.c_str());
+  }
 }
 
 void DiskTier::GetMany(std::span<const TierKey> keys,

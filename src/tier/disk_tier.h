@@ -21,11 +21,20 @@
 // posix_fadvise(DONTNEED). After a write the file's pages are written back and dropped
 // (sync_file_range + DONTNEED) when drop_written_pages is set.
 //
+// A full file system (a write fails with ENOSPC or EDQUOT below the tier's size): the tier's
+// size limit drops to the bytes it holds (at least one record), its oldest blocks are evicted to
+// make room, the write is retried once, and one line is logged (at most one a minute). Later
+// writes evict before writing, so the tier keeps working in the space the file system gives it;
+// Stats().capacity_bytes shows the lowered limit (until the next Open). Tested through
+// inject_write_error.
+//
 // Owner: the tier manager; every method but Stats() runs on its one I/O thread (block_store.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -42,6 +51,11 @@ struct DiskTierOptions {
   uint64_t capacity_bytes = 0;     // Record bytes kept (--kv-disk-size); must be > 0.
   bool use_o_direct = true;        // false: always buffered reads + DONTNEED.
   bool drop_written_pages = true;  // Write back and drop each written file's pages.
+  // Fault injection (tests): called before each block file is written, with the record's size;
+  // a nonzero errno fails that write as the file system would (ENOSPC: full). Null: none.
+  std::function<int(uint64_t record_bytes)> inject_write_error = nullptr;
+  // Receives the full-file-system line (one line, no newline); null: stderr.
+  std::function<void(const std::string&)> log = nullptr;
 };
 
 class DiskTier final : public BlockStore {
@@ -60,7 +74,9 @@ class DiskTier final : public BlockStore {
   void GetMany(std::span<const TierKey> keys,
                std::vector<std::optional<std::vector<uint8_t>>>* out) override;
   void Erase(const TierKey& key) override;
-  BlockStoreStats Stats() const override { return counters_.Snapshot(options_.capacity_bytes); }
+  BlockStoreStats Stats() const override {
+    return counters_.Snapshot(limit_bytes_.load(std::memory_order_relaxed));
+  }
 
   // Indexed keys, least recently used first (I/O thread; tests).
   std::vector<TierKey> KeysLruFirst() const;
@@ -84,6 +100,13 @@ class DiskTier final : public BlockStore {
   void RemoveEntry(int32_t slot, bool unlink_file);
   // Evicts LRU entries until `incoming` more bytes fit.
   void MakeRoom(uint64_t incoming);
+  // Writes `record` to the key's file (temp + rename); on failure *err is the errno. Counts
+  // nothing but evictions.
+  Status WriteFile(const TierKey& key, std::span<const uint8_t> record, int* err);
+  // After a write failed with `err` (ENOSPC, EDQUOT): lowers the limit to what fits and evicts
+  // the oldest blocks so that `incoming` bytes fit; false when the tier holds nothing to free.
+  bool ShrinkToFit(uint64_t incoming, int err);
+  void Log(const std::string& line);
   // Reads slot's file into *out; false (the entry removed) when it is unusable.
   bool ReadRecord(int32_t slot, std::vector<uint8_t>* out);
   bool ReadDirect(int fd, uint64_t size, std::vector<uint8_t>* out, bool* refused);
@@ -97,6 +120,11 @@ class DiskTier final : public BlockStore {
   const int lock_fd_;  // "LOCK", flock(LOCK_EX) held while open.
   bool direct_ok_;
   int64_t last_stamp_ns_ = 0;
+  // The size limit: options_.capacity_bytes, lowered when the file system is full. Read by
+  // Stats() on any thread.
+  std::atomic<uint64_t> limit_bytes_;
+  int64_t last_full_log_ns_ = -1;  // CLOCK_MONOTONIC of the last full-file-system line.
+  uint64_t full_events_ = 0;       // Full-file-system failures since that line.
   std::vector<Entry> entries_;  // [slot]
   std::vector<int32_t> free_slots_;
   std::unordered_map<TierKey, int32_t, TierKeyHasher> index_;  // key -> slot

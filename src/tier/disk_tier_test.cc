@@ -1,11 +1,13 @@
 // DiskTier over a temporary directory: round trip (O_DIRECT and buffered), capacity and LRU,
-// restart keeping blocks and their order, leftovers, damaged files, and Open's errors.
+// restart keeping blocks and their order, a full file system (injected ENOSPC), leftovers,
+// damaged files, and Open's errors.
 #include "tier/disk_tier.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -114,6 +116,80 @@ TEST(DiskTierLruTest, CapacityEvictsLeastRecentlyUsed) {
   Status too_big = t->Put(DiskKey(9), DiskRecord(9, 3 * rec));
   EXPECT_EQ(too_big.code(), StatusCode::kOutOfRange);
   EXPECT_EQ(t->Stats().blocks, 3u);  // A refused Put evicts nothing.
+}
+
+// Bytes of block files in `dir` (what a file system would hold for the tier).
+uint64_t BlockFileBytes(const std::string& dir) {
+  uint64_t n = 0;
+  for (const auto& f : fs::directory_iterator(dir)) {
+    if (f.path().extension() == ".kvb") n += f.file_size();
+  }
+  return n;
+}
+
+TEST(DiskTierFullTest, FullFileSystemEvictsOldestAndKeepsWorking) {
+  // A file system with room for 4 records under a tier sized for 10: the 5th write fails with
+  // ENOSPC (injected), the tier evicts its oldest, retries, logs once, and every later write
+  // succeeds by evicting first.
+  TempDir dir;
+  const uint64_t rec = DiskRecord(0, 1000).size();
+  std::vector<std::string> lines;
+  int injected = 0;
+  DiskTierOptions o{.dir = dir.path(), .capacity_bytes = 10 * rec};
+  o.inject_write_error = [&](uint64_t bytes) {
+    const bool full = BlockFileBytes(dir.path()) + bytes > 4 * rec;
+    injected += full;
+    return full ? ENOSPC : 0;
+  };
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  Result<std::unique_ptr<DiskTier>> opened = DiskTier::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  DiskTier& t = **opened;
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(t.Put(DiskKey(i), DiskRecord(i, 1000)).ok()) << "write " << i;
+  }
+  EXPECT_EQ(injected, 1);  // Only the first full write failed; later ones made room first.
+  EXPECT_EQ(t.KeysLruFirst(),
+            (std::vector<TierKey>{DiskKey(8), DiskKey(9), DiskKey(10), DiskKey(11)}));
+  EXPECT_EQ(GetOne(t, DiskKey(11)), DiskRecord(11, 1000));
+  EXPECT_FALSE(GetOne(t, DiskKey(0)).has_value());
+  const BlockStoreStats s = t.Stats();
+  EXPECT_EQ(s.errors, 0u);  // Every write landed.
+  EXPECT_EQ(s.evictions, 8u);
+  EXPECT_EQ(s.capacity_bytes, 4 * rec);  // The limit the file system allowed.
+  EXPECT_EQ(s.bytes_written, 12 * rec);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("file system is full (No space left on device"), std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("evicted the 1 oldest blocks"), std::string::npos) << lines[0];
+  EXPECT_EQ(BlockFileBytes(dir.path()), 4 * rec);
+}
+
+TEST(DiskTierFullTest, FullWithNothingToEvictFailsAndLogsOnce) {
+  // The file system is full of someone else's files: nothing the tier can free. Writes fail
+  // (counted), the tier keeps its limit and logs once, not once per write; when space comes
+  // back, writes succeed again.
+  TempDir dir;
+  std::vector<std::string> lines;
+  bool full = true;
+  DiskTierOptions o{.dir = dir.path(), .capacity_bytes = 1 << 20};
+  o.inject_write_error = [&](uint64_t) { return full ? EDQUOT : 0; };
+  o.log = [&](const std::string& line) { lines.push_back(line); };
+  Result<std::unique_ptr<DiskTier>> opened = DiskTier::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  DiskTier& t = **opened;
+  for (int i = 0; i < 5; ++i) {
+    const Status st = t.Put(DiskKey(i), DiskRecord(i, 100));
+    EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  }
+  EXPECT_EQ(t.Stats().errors, 5u);
+  EXPECT_EQ(t.Stats().capacity_bytes, uint64_t{1} << 20);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("holds no block to evict"), std::string::npos) << lines[0];
+  EXPECT_TRUE(fs::is_empty(dir.path()) || BlockFileBytes(dir.path()) == 0);
+  full = false;
+  ASSERT_TRUE(t.Put(DiskKey(9), DiskRecord(9, 100)).ok());
+  EXPECT_EQ(GetOne(t, DiskKey(9)), DiskRecord(9, 100));
 }
 
 TEST(DiskTierLruTest, RestartKeepsBlocksInLruOrder) {
