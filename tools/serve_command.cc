@@ -129,6 +129,10 @@ void RegisterServeCommand(CLI::App& app, int* exit_code) {
                   "HTTP worker threads at most; each open connection holds one (default: "
                   "max-num-seqs + max-queued-requests + 64)")
       ->check(CLI::Range(0, 65536));
+  cmd->add_option("--api-key", f->http.api_key,
+                  "Require \"Authorization: Bearer KEY\" on /v1/* (401 otherwise); /health and "
+                  "/metrics stay open")
+      ->envname("KVENGINE_API_KEY");
   cmd->add_option("--drain-timeout", f->drain_timeout_s,
                   "Seconds SIGINT/SIGTERM wait for requests in flight before cancelling them")
       ->check(CLI::Range(0.0, 3600.0))

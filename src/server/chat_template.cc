@@ -27,6 +27,26 @@ std::string_view RoleName(ChatRole role) {
   return "user";
 }
 
+// Builds a rendering: appends markup and content, merging neighbours of the same kind.
+class ChatSegmentWriter {
+ public:
+  ChatSegmentWriter& Markup(std::string_view text) { return Add(text, false); }
+  ChatSegmentWriter& Content(std::string_view text) { return Add(text, true); }
+  std::vector<ChatSegment> Take() { return std::move(out_); }
+
+ private:
+  ChatSegmentWriter& Add(std::string_view text, bool content) {
+    if (text.empty()) return *this;
+    if (!out_.empty() && out_.back().content == content) {
+      out_.back().text += text;
+    } else {
+      out_.push_back(ChatSegment{std::string(text), content});
+    }
+    return *this;
+  }
+  std::vector<ChatSegment> out_;
+};
+
 // Families without a system role: the system messages' text opens the first user turn
 // (separated by a blank line), as those models' own templates do.
 std::vector<ChatMessage> FoldSystemIntoFirstUser(std::span<const ChatMessage> messages) {
@@ -51,8 +71,8 @@ std::vector<ChatMessage> FoldSystemIntoFirstUser(std::span<const ChatMessage> me
   return out;
 }
 
-std::string RenderLlama2(std::span<const ChatMessage> messages) {
-  std::string out;
+std::vector<ChatSegment> RenderLlama2(std::span<const ChatMessage> messages) {
+  ChatSegmentWriter out;
   std::string system;
   bool open_inst = false;  // "[INST]" written, "[/INST]" pending.
   for (const ChatMessage& m : messages) {
@@ -62,74 +82,107 @@ std::string RenderLlama2(std::span<const ChatMessage> messages) {
         break;
       case ChatRole::kUser:
         if (open_inst) {  // Consecutive user messages share one [INST] block.
-          out += "\n";
+          out.Markup("\n");
         } else {
-          out += "[INST] ";
+          out.Markup("[INST] ");
           if (!system.empty()) {
-            out += "<<SYS>>\n" + system + "\n<</SYS>>\n\n";
+            out.Markup("<<SYS>>\n").Content(system).Markup("\n<</SYS>>\n\n");
             system.clear();
           }
         }
-        out += Trim(m.content);
+        out.Content(Trim(m.content));
         open_inst = true;
         break;
       case ChatRole::kAssistant:
-        out += open_inst ? " [/INST] " : "[INST] [/INST] ";
-        out += Trim(m.content);
-        out += " </s><s>";
+        out.Markup(open_inst ? " [/INST] " : "[INST] [/INST] ");
+        out.Content(Trim(m.content)).Markup(" </s><s>");
         open_inst = false;
         break;
     }
   }
   if (open_inst) {
-    out += " [/INST]";
+    out.Markup(" [/INST]");
   } else if (!system.empty()) {
-    out += "[INST] <<SYS>>\n" + system + "\n<</SYS>>\n\n [/INST]";
+    out.Markup("[INST] <<SYS>>\n").Content(system).Markup("\n<</SYS>>\n\n [/INST]");
   }
-  return out;
+  return out.Take();
 }
 
-std::string RenderMistral(std::span<const ChatMessage> messages) {
-  std::string out;
+std::vector<ChatSegment> RenderMistral(std::span<const ChatMessage> messages) {
+  ChatSegmentWriter out;
   for (const ChatMessage& m : FoldSystemIntoFirstUser(messages)) {
     if (m.role == ChatRole::kUser) {
-      out += "[INST] " + m.content + " [/INST]";
+      out.Markup("[INST] ").Content(m.content).Markup(" [/INST]");
     } else {
-      out += " " + m.content + "</s>";
+      out.Markup(" ").Content(m.content).Markup("</s>");
     }
   }
-  return out;
+  return out.Take();
 }
 
-std::string RenderGemma(std::span<const ChatMessage> messages) {
-  std::string out;
+std::vector<ChatSegment> RenderGemma(std::span<const ChatMessage> messages) {
+  ChatSegmentWriter out;
   for (const ChatMessage& m : FoldSystemIntoFirstUser(messages)) {
-    out += "<start_of_turn>";
-    out += m.role == ChatRole::kAssistant ? "model" : "user";
-    out += "\n";
-    out += Trim(m.content);
-    out += "<end_of_turn>\n";
+    out.Markup("<start_of_turn>");
+    out.Markup(m.role == ChatRole::kAssistant ? "model" : "user");
+    out.Markup("\n").Content(Trim(m.content)).Markup("<end_of_turn>\n");
   }
-  return out + "<start_of_turn>model\n";
+  out.Markup("<start_of_turn>model\n");
+  return out.Take();
 }
 
-std::string RenderPlain(std::span<const ChatMessage> messages) {
-  std::string out;
+std::vector<ChatSegment> RenderPlain(std::span<const ChatMessage> messages) {
+  ChatSegmentWriter out;
   for (const ChatMessage& m : messages) {
     switch (m.role) {
       case ChatRole::kSystem:
-        out += "System: ";
+        out.Markup("System: ");
         break;
       case ChatRole::kUser:
-        out += "User: ";
+        out.Markup("User: ");
         break;
       case ChatRole::kAssistant:
-        out += "Assistant: ";
+        out.Markup("Assistant: ");
         break;
     }
-    out += m.content + "\n";
+    out.Content(m.content).Markup("\n");
   }
-  return out + "Assistant:";
+  out.Markup("Assistant:");
+  return out.Take();
+}
+
+// Llama-3, ChatML, Phi-3 and Zephyr: a header with the role, the content, an end marker.
+std::vector<ChatSegment> RenderHeaded(ChatTemplateFamily family,
+                                      std::span<const ChatMessage> messages) {
+  ChatSegmentWriter out;
+  for (const ChatMessage& m : messages) {
+    switch (family) {
+      case ChatTemplateFamily::kLlama3:
+        out.Markup("<|start_header_id|>").Markup(RoleName(m.role));
+        out.Markup("<|end_header_id|>\n\n").Content(Trim(m.content)).Markup("<|eot_id|>");
+        break;
+      case ChatTemplateFamily::kChatml:
+        out.Markup("<|im_start|>").Markup(RoleName(m.role)).Markup("\n");
+        out.Content(m.content).Markup("<|im_end|>\n");
+        break;
+      default:  // kPhi3, kZephyr.
+        out.Markup("<|").Markup(RoleName(m.role)).Markup("|>\n").Content(m.content);
+        out.Markup(family == ChatTemplateFamily::kPhi3 ? "<|end|>" : "</s>").Markup("\n");
+        break;
+    }
+  }
+  switch (family) {
+    case ChatTemplateFamily::kLlama3:
+      out.Markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+      break;
+    case ChatTemplateFamily::kChatml:
+      out.Markup("<|im_start|>assistant\n");
+      break;
+    default:
+      out.Markup("<|assistant|>\n");
+      break;
+  }
+  return out.Take();
 }
 
 }  // namespace
@@ -171,37 +224,13 @@ std::string_view ChatTemplate::name() const {
   return "plain";
 }
 
-std::string ChatTemplate::Render(std::span<const ChatMessage> messages) const {
-  std::string out;
+std::vector<ChatSegment> ChatTemplate::RenderSegments(std::span<const ChatMessage> messages) const {
   switch (family_) {
     case ChatTemplateFamily::kLlama3:
-      for (const ChatMessage& m : messages) {
-        out += "<|start_header_id|>";
-        out += RoleName(m.role);
-        out += "<|end_header_id|>\n\n";
-        out += Trim(m.content);
-        out += "<|eot_id|>";
-      }
-      return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
     case ChatTemplateFamily::kChatml:
-      for (const ChatMessage& m : messages) {
-        out += "<|im_start|>";
-        out += RoleName(m.role);
-        out += "\n" + m.content + "<|im_end|>\n";
-      }
-      return out + "<|im_start|>assistant\n";
     case ChatTemplateFamily::kPhi3:
-    case ChatTemplateFamily::kZephyr: {
-      const std::string_view end = family_ == ChatTemplateFamily::kPhi3 ? "<|end|>" : "</s>";
-      for (const ChatMessage& m : messages) {
-        out += "<|";
-        out += RoleName(m.role);
-        out += "|>\n" + m.content;
-        out += end;
-        out += "\n";
-      }
-      return out + "<|assistant|>\n";
-    }
+    case ChatTemplateFamily::kZephyr:
+      return RenderHeaded(family_, messages);
     case ChatTemplateFamily::kGemma:
       return RenderGemma(messages);
     case ChatTemplateFamily::kLlama2:
@@ -212,6 +241,12 @@ std::string ChatTemplate::Render(std::span<const ChatMessage> messages) const {
       return RenderPlain(messages);
   }
   return RenderPlain(messages);
+}
+
+std::string ChatTemplate::Render(std::span<const ChatMessage> messages) const {
+  std::string out;
+  for (const ChatSegment& seg : RenderSegments(messages)) out += seg.text;
+  return out;
 }
 
 std::string_view ChatTemplate::end_of_turn() const {

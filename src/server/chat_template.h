@@ -26,8 +26,10 @@
 //             user's next turn.
 // Every rendering ends with the assistant's turn opener (add_generation_prompt). The BOS token
 // is never written: the tokenizer adds it (Encode(add_special=true)) as the model's metadata says.
-// The rendered text is tokenized with parse_special=true, so the markers become their special
-// tokens (as llama.cpp does; it also means a user can type a marker).
+// RenderSegments keeps the template's markup apart from the messages' content: the server
+// tokenizes markup with special-token parsing, so the markers become their special tokens, and
+// content without, so a user who types "<|im_end|>" or "</s>" gets that text, never the token
+// (TokenizeChat, prompt_build.h; as vLLM and llama.cpp's server do).
 //
 // A value type; immutable after construction; any thread.
 #pragma once
@@ -45,6 +47,12 @@ enum class ChatRole { kSystem, kUser, kAssistant };
 struct ChatMessage {
   ChatRole role = ChatRole::kUser;
   std::string content;
+};
+
+// A piece of a rendering: the template's own markup, or (content) text from a message.
+struct ChatSegment {
+  std::string text;
+  bool content = false;
 };
 
 enum class ChatTemplateFamily {
@@ -73,6 +81,8 @@ class ChatTemplate {
 
   // The prompt text for `messages`, ending with the assistant's turn opener.
   std::string Render(std::span<const ChatMessage> messages) const;
+  // The same text in pieces, markup apart from content; neighbours are never of the same kind.
+  std::vector<ChatSegment> RenderSegments(std::span<const ChatMessage> messages) const;
   // The marker that ends an assistant turn ("<|im_end|>", "<|eot_id|>", ...); empty where the
   // model's EOS ends it. The server stops on its token id when it is one special token.
   std::string_view end_of_turn() const;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "base/strings.h"
+#include "server/api_key.h"
 #include "server/connection_stream.h"
 #include "server/task_queue.h"
 
@@ -41,6 +42,12 @@ ApiError HttpLayerError(const httplib::Request& req, int status, uint64_t max_bo
       break;
   }
   return e;
+}
+
+// Whether the request announces a body (which stays unread when it is refused before routing).
+bool HasBody(const httplib::Request& req) {
+  const std::string length = req.get_header_value("Content-Length");
+  return req.has_header("Transfer-Encoding") || (!length.empty() && length != "0");
 }
 
 // Bytes a request line and headers may take, beside the body.
@@ -190,7 +197,16 @@ void HttpServer::Configure() {
   // Request bodies are read as sent: a compressed one would be inflated by httplib without any
   // bound (8 MiB of gzip is gigabytes), so Content-Encoding is refused before the body is read,
   // and the connection closed after the answer (the body stays unread).
-  http_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  // The API key is checked before the body is read, so an unauthenticated client cannot make
+  // the server read (or parse) its body; when it sent one, the connection is closed.
+  const ApiKeyCheck api_key(options_.api_key);
+  http_->set_pre_routing_handler([api_key](const httplib::Request& req, httplib::Response& res) {
+    if (auto err = api_key.Check(req.path, req.get_header_value("Authorization"))) {
+      ReplyError(res, *err);
+      res.set_header("WWW-Authenticate", "Bearer");
+      tl_connection.close_after = HasBody(req);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const std::string encoding = req.get_header_value("Content-Encoding");
     if (encoding.empty() || EqualsIgnoreCase(encoding, "identity")) {
       return httplib::Server::HandlerResponse::Unhandled;

@@ -7,7 +7,8 @@
 // Errors are OpenAI-style JSON (api_error.h): 400 bad input, 404 unknown path, 413 body over
 // max_body_bytes (whatever its framing: Content-Length, chunked or none), 415 a compressed body
 // (Content-Encoding), 503 (+ Retry-After) loading, draining or queue full, 500 engine failure.
-// A connection whose request got 413 or 415 is closed after the answer.
+// 401 on /v1/* without the API key when one is set (api_key.h). A connection whose request got
+// 413 or 415, or 401 with a body left unread, is closed after the answer.
 //
 // Lifecycle: Start() binds and serves at once, /health answering 503 {"status": "loading"};
 // SetModel() publishes the loaded model (health 200); Shutdown() drains: health and new
@@ -51,6 +52,8 @@ struct HttpServerOptions {
   // How often a waiting handler checks for a vanished client and for shutdown.
   std::chrono::milliseconds poll_interval{50};
   ParseLimits limits;
+  // Non-empty: paths under /v1 require "Authorization: Bearer <api_key>" (api_key.h).
+  std::string api_key;
 };
 
 class HttpServer {

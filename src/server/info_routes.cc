@@ -75,8 +75,7 @@ void Tokenize(const ServerState& state, const httplib::Request& req, httplib::Re
     if (auto err = ParseGenerationRequest(Endpoint::kChat, req.body, state.limits(), &gr)) {
       return ReplyError(res, *err);
     }
-    tokens = m->tokenizer->Encode(m->chat_template.Render(gr.messages), /*add_special=*/true,
-                                  /*parse_special=*/true);
+    tokens = TokenizeChat(*m->tokenizer, m->chat_template, gr.messages);
   } else {
     JsonFields f(body);
     std::string prompt;

@@ -16,6 +16,17 @@ int32_t SpecialTokenId(const Tokenizer& tokenizer, std::string_view marker) {
   return ids.size() == 1 && marker.size() > 1 ? ids[0] : kNoToken;
 }
 
+std::vector<int32_t> TokenizeChat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                  std::span<const ChatMessage> messages) {
+  const std::vector<ChatSegment> rendered = chat_template.RenderSegments(messages);
+  std::vector<EncodeSegment> segments;
+  segments.reserve(rendered.size());
+  for (const ChatSegment& seg : rendered) {
+    segments.push_back(EncodeSegment{seg.text, /*parse_special=*/!seg.content});
+  }
+  return tokenizer.Encode(segments, /*add_special=*/true);
+}
+
 uint64_t RandomSeed() {
   static std::mutex mu;
   static std::mt19937_64 rng{std::random_device{}()};
@@ -31,8 +42,7 @@ std::optional<ApiError> BuildRequest(const GenerationRequest& req, const Tokeniz
   const bool chat = req.endpoint == Endpoint::kChat;
   const char* prompt_param = chat ? "messages" : "prompt";
   if (chat) {
-    const std::string text = chat_template.Render(req.messages);
-    p.prompt = tokenizer.Encode(text, /*add_special=*/true, /*parse_special=*/true);
+    p.prompt = TokenizeChat(tokenizer, chat_template, req.messages);
     const int32_t eot = SpecialTokenId(tokenizer, chat_template.end_of_turn());
     if (eot != kNoToken) p.stop_token_ids.push_back(eot);
     out->stop = chat_template.implicit_stops();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ inline constexpr int64_t kDefaultCompletionMaxTokens = 16;
 std::optional<ApiError> BuildRequest(const GenerationRequest& req, const Tokenizer& tokenizer,
                                      const ChatTemplate& chat_template, const ModelLimits& limits,
                                      BuiltRequest* out);
+
+// The prompt ids for chat `messages` (with BOS as the model says): the template's markup is
+// tokenized with special-token parsing, the messages' content without, so content is always
+// text. Chat completions and /tokenize both use it.
+std::vector<int32_t> TokenizeChat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                  std::span<const ChatMessage> messages);
 
 // The special token that `marker` ("<|im_end|>") is, or kNoToken when it is not one token.
 int32_t SpecialTokenId(const Tokenizer& tokenizer, std::string_view marker);

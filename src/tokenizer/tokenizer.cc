@@ -1,5 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "tokenizer/bpe.h"
@@ -18,9 +19,23 @@ struct Fragment {
   size_t length;
 };
 
-// Cuts every occurrence of `needle` (non-empty) out of the raw-text fragments, left to right.
-void SplitOn(std::string_view text, std::string_view needle, int32_t id,
-             std::vector<Fragment>& fragments) {
+// A byte range [begin, end) of the text where control and unknown tokens may be cut out.
+struct SpecialRange {
+  size_t begin;
+  size_t end;
+};
+
+// Whether [pos, pos + len) lies inside one of `ranges` (sorted, disjoint).
+bool InsideRange(std::span<const SpecialRange> ranges, size_t pos, size_t len) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), pos,
+                             [](size_t p, const SpecialRange& r) { return p < r.end; });
+  return it != ranges.end() && it->begin <= pos && pos + len <= it->end;
+}
+
+// Cuts every occurrence of `needle` (non-empty) out of the raw-text fragments, left to right;
+// unless `anywhere`, only occurrences inside `ranges`.
+void SplitOn(std::string_view text, std::string_view needle, int32_t id, bool anywhere,
+             std::span<const SpecialRange> ranges, std::vector<Fragment>& fragments) {
   std::vector<Fragment> out;
   out.reserve(fragments.size());
   for (const Fragment& f : fragments) {
@@ -29,16 +44,67 @@ void SplitOn(std::string_view text, std::string_view needle, int32_t id,
       continue;
     }
     const std::string_view raw = text.substr(f.offset, f.length);
-    size_t pos = 0;  // Within raw: bytes before pos are already emitted.
+    size_t pos = 0;   // Within raw: bytes before pos are already emitted.
+    size_t from = 0;  // Where the next search starts.
     for (size_t hit = raw.find(needle); hit != std::string_view::npos;
-         hit = raw.find(needle, pos)) {
+         hit = raw.find(needle, from)) {
+      if (!anywhere && !InsideRange(ranges, f.offset + hit, needle.size())) {
+        from = hit + 1;
+        continue;
+      }
       if (hit > pos) out.push_back({kNoToken, f.offset + pos, hit - pos});
       out.push_back({id, 0, 0});
-      pos = hit + needle.size();
+      pos = from = hit + needle.size();
     }
     if (pos < raw.size()) out.push_back({kNoToken, f.offset + pos, raw.size() - pos});
   }
   fragments = std::move(out);
+}
+
+// Encode's body: control and unknown tokens are cut out only inside `special_ranges`.
+std::vector<int32_t> EncodeText(const Vocab& vocab, std::string_view text, bool add_special,
+                                std::span<const SpecialRange> special_ranges) {
+  std::vector<int32_t> ids;
+  // LoadVocab guarantees special.bos / special.eos exist when add_bos / add_eos are set.
+  if (add_special && vocab.add_bos) ids.push_back(vocab.special.bos);
+
+  std::vector<Fragment> fragments;
+  if (!text.empty()) fragments.push_back({kNoToken, 0, text.size()});
+  for (int32_t id : vocab.special_ids_by_length) {
+    // special_ids_by_length holds only control, user-defined and unknown tokens.
+    const bool user_defined = vocab.type[id] == TokenType::kUserDefined;
+    if (!user_defined && special_ranges.empty()) continue;
+    if (text.find(vocab.text[id]) == std::string_view::npos) continue;
+    SplitOn(text, vocab.text[id], id, user_defined, special_ranges, fragments);
+  }
+
+  bool after_special = true;  // The text start counts as following a special token.
+  std::string escaped;
+  for (const Fragment& f : fragments) {
+    if (f.token != kNoToken) {
+      ids.push_back(f.token);
+      after_special = true;
+      continue;
+    }
+    if (vocab.model == TokenizerModel::kBpe) {
+      BpeTokenize(vocab, text.substr(f.offset, f.length), &ids);
+      continue;
+    }
+    escaped.clear();
+    if (vocab.add_space_prefix && after_special) escaped.append(kSpaceEscape);
+    for (char c : text.substr(f.offset, f.length)) {
+      if (c == ' ') {
+        escaped.append(kSpaceEscape);
+      } else {
+        escaped.push_back(c);
+      }
+    }
+    SpmTokenize(vocab, escaped, &ids);
+    after_special = false;
+  }
+
+  if (add_special && vocab.add_eos) ids.push_back(vocab.special.eos);
+  return ids;
 }
 
 }  // namespace
@@ -50,47 +116,27 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& file) {
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
-  std::vector<int32_t> ids;
-  // LoadVocab guarantees special.bos / special.eos exist when add_bos / add_eos are set.
-  if (add_special && vocab_.add_bos) ids.push_back(vocab_.special.bos);
+  const SpecialRange whole{0, text.size()};
+  return EncodeText(
+      vocab_, text, add_special,
+      parse_special ? std::span<const SpecialRange>(&whole, 1) : std::span<const SpecialRange>());
+}
 
-  std::vector<Fragment> fragments;
-  if (!text.empty()) fragments.push_back({kNoToken, 0, text.size()});
-  for (int32_t id : vocab_.special_ids_by_length) {
-    const TokenType type = vocab_.type[id];
-    // special_ids_by_length holds only control, user-defined and unknown tokens.
-    if (type != TokenType::kUserDefined && !parse_special) continue;
-    if (text.find(vocab_.text[id]) == std::string_view::npos) continue;
-    SplitOn(text, vocab_.text[id], id, fragments);
+std::vector<int32_t> Tokenizer::Encode(std::span<const EncodeSegment> segments,
+                                       bool add_special) const {
+  std::string text;
+  std::vector<SpecialRange> ranges;
+  for (const EncodeSegment& seg : segments) {
+    const size_t begin = text.size();
+    text.append(seg.text);
+    if (!seg.parse_special || seg.text.empty()) continue;
+    if (!ranges.empty() && ranges.back().end == begin) {
+      ranges.back().end = text.size();  // Adjacent markup: one range, so a token may span both.
+    } else {
+      ranges.push_back({begin, text.size()});
+    }
   }
-
-  bool after_special = true;  // The text start counts as following a special token.
-  std::string escaped;
-  for (const Fragment& f : fragments) {
-    if (f.token != kNoToken) {
-      ids.push_back(f.token);
-      after_special = true;
-      continue;
-    }
-    if (vocab_.model == TokenizerModel::kBpe) {
-      BpeTokenize(vocab_, text.substr(f.offset, f.length), &ids);
-      continue;
-    }
-    escaped.clear();
-    if (vocab_.add_space_prefix && after_special) escaped.append(kSpaceEscape);
-    for (char c : text.substr(f.offset, f.length)) {
-      if (c == ' ') {
-        escaped.append(kSpaceEscape);
-      } else {
-        escaped.push_back(c);
-      }
-    }
-    SpmTokenize(vocab_, escaped, &ids);
-    after_special = false;
-  }
-
-  if (add_special && vocab_.add_eos) ids.push_back(vocab_.special.eos);
-  return ids;
+  return EncodeText(vocab_, text, add_special, ranges);
 }
 
 void Tokenizer::AppendPiece(int32_t id, bool strip_leading_space, std::string* out) const {

@@ -16,6 +16,11 @@
 //      gpt2: pre-tokenized, written in the byte alphabet and merged by rank (bpe.h); no space
 //        prefix. Invalid UTF-8 bytes encode as U+FFFD (llama.cpp's rule).
 //   4. EOS last when add_special and the model's add_eos_token (default false) say so.
+// Encode(segments, add_special): the segments' texts joined and encoded as one text, except
+//   that control and unknown tokens are recognized only where they lie wholly inside a segment
+//   with parse_special (a chat template's markup), never in one without (a message's content).
+//   Step 3 works on the joined text, so for segments whose unparsed texts hold no special-token
+//   text the ids equal Encode(joined, add_special, /*parse_special=*/true).
 // Decode(ids): concatenates the pieces of the ids: normal tokens with "▁" turned back into
 //   spaces (llama) or mapped from the byte alphabet back to bytes (gpt2), byte tokens as their
 //   raw byte, user-defined tokens verbatim; control, unknown and unused tokens and ids outside
@@ -47,6 +52,12 @@
 
 namespace kvengine {
 
+// A piece of the text for Encode(segments, ...); `text` must outlive the call.
+struct EncodeSegment {
+  std::string_view text;
+  bool parse_special = false;  // Whether control tokens may be recognized inside it.
+};
+
 class Tokenizer {
  public:
   // Reads and validates the tokenizer.ggml.* metadata (vocab.h lists the keys).
@@ -57,6 +68,8 @@ class Tokenizer {
   // Text to ids (see above). add_special: add BOS/EOS as the model's metadata says.
   std::vector<int32_t> Encode(std::string_view text, bool add_special,
                               bool parse_special = false) const;
+  // The segments' texts as one text, special tokens only inside parse_special ones (see above).
+  std::vector<int32_t> Encode(std::span<const EncodeSegment> segments, bool add_special) const;
   // Ids to text (see above).
   std::string Decode(std::span<const int32_t> ids) const;
   // The token's text as stored in the vocabulary ("▁the", "<0x0A>", "<s>"); empty for an id

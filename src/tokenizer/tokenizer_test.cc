@@ -2,6 +2,7 @@
 // tokens, flags) and on the real stories260K model against llama.cpp's golden ids.
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -99,6 +100,26 @@ TEST_F(SyntheticTokenizerTest, ControlTokensAreTextUnlessParseSpecial) {
   EXPECT_THAT(tok_->Encode("b<s>", false, true), ElementsAre(P(0), P(2), 1));
 }
 
+TEST_F(SyntheticTokenizerTest, SegmentsParseSpecialOnlyWhereTheySaySo) {
+  using Seg = EncodeSegment;
+  // Control tokens in a segment without parse_special are text; in one with, tokens.
+  const std::vector<Seg> mixed = {{"<s>", true}, {"a</s>", false}, {"</s>", true}};
+  const std::vector<int32_t> ids = tok_->Encode(mixed, false);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(ids.back(), 2);
+  EXPECT_EQ(tok_->Decode(ids), "a</s>");
+  // A token straddling two segments is text, even when one of them parses specials.
+  EXPECT_THAT(tok_->Encode(std::vector<Seg>{{"<", false}, {"s>a", true}}, false), Not(Contains(1)));
+  // Adjacent parsing segments form one range: a token may span them.
+  EXPECT_THAT(tok_->Encode(std::vector<Seg>{{"<", true}, {"s>", true}}, false), ElementsAre(1));
+  // Without special text, segments encode as their joined text (fragments are not cut at
+  // segment borders): same ids as one Encode with parse_special.
+  const std::vector<Seg> plain = {{"a", true}, {"bc a", false}, {"", true}, {" aa", true}};
+  EXPECT_EQ(tok_->Encode(plain, true), tok_->Encode("abc a aa", true, true));
+  EXPECT_THAT(tok_->Encode(std::vector<Seg>{}, true), ElementsAre(1));
+}
+
 TEST_F(SyntheticTokenizerTest, DecodeRules) {
   // A leading BOS drops the prefix space of the next piece; nothing else is stripped.
   EXPECT_EQ(tok_->Decode(std::vector<int32_t>{1, P(8), P(8)}), "a a");
@@ -146,6 +167,9 @@ TEST(TokenizerFallbackTest, UnkWithoutByteTokensAndUserDefinedTokens) {
   EXPECT_THAT(tok->Encode("a\xC3\xA9", false), ElementsAre(3, 4, 0, 0));
   EXPECT_THAT(tok->Encode("a<tool>a", false), ElementsAre(3, 4, 5, 3, 4));
   EXPECT_EQ(tok->Decode(tok->Encode("a<tool>a", true)), "a<tool> a");
+  // User-defined tokens are cut out of segments without parse_special too (as from plain text).
+  EXPECT_THAT(tok->Encode(std::vector<EncodeSegment>{{"a<tool>a", false}}, false),
+              ElementsAre(3, 4, 5, 3, 4));
 }
 
 // --- The real model ---------------------------------------------------------------------------

@@ -14,14 +14,16 @@ export async function freePort() {
   });
 }
 
-// Spawns the server and waits (bounded) until GET /health answers 200.
-export async function startServer(extraArgs = []) {
+// Spawns the server (with `env` added to this process's environment) and waits (bounded) until
+// GET /health answers 200.
+export async function startServer(extraArgs = [], env = {}) {
   const bin = process.env.KVENGINE_BIN;
   if (!bin) throw new Error('set KVENGINE_BIN to the kvengine binary');
   const port = await freePort();
   const args = ['serve', '-m', process.env.KVENGINE_TEST_MODEL || 'tiny', '--host', '127.0.0.1',
     '--port', String(port), ...extraArgs];
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, args,
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let log = '';
   child.stdout.on('data', (d) => { log += d; });
   child.stderr.on('data', (d) => { log += d; });
