@@ -97,18 +97,19 @@ void RegisterBenchKv(CLI::App* bench, int* exit_code) {
   f->common.model = o.model;
   AddModelFlag(cmd, &f->common);
   cmd->add_option("-c,--ctx,--max-model-len", f->common.ctx,
-                  std::string(KvBenchOptions::kMaxModelLenHelp) + " (default 4096)");
+                  std::string(KvBenchOptions::kMaxModelLenHelp) + " (default 4096)")
+      ->check(TokenCountCheck(1, uint64_t{1} << 24));
   AddKvFlags(cmd, &f->common);
   AddMemFlag(cmd, &f->common, std::string(KvBenchOptions::kKvMemoryHelp) + " (default 4GiB)");
   AddJsonFlag(cmd, &f->common);
   cmd->add_option("--requests", o.num_requests, KvBenchOptions::kNumRequestsHelp)
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
   cmd->add_option("--turns", o.turns, KvBenchOptions::kTurnsHelp)
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--system-prompt", o.system_prompt_tokens, KvBenchOptions::kSystemPromptHelp)
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1 << 24))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, KvBenchOptions::kSeedHelp)->capture_default_str();
   cmd->add_option("--watermark", o.watermark, KvBenchOptions::kWatermarkHelp)

@@ -124,7 +124,9 @@ void RegisterBenchDecode(CLI::App* bench, int* exit_code) {
   cmd->add_option("--steps", o.steps, DecodeBenchOptions::kStepsHelp)
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--rounds", o.rounds, DecodeBenchOptions::kRoundsHelp)->capture_default_str();
+  cmd->add_option("--rounds", o.rounds, DecodeBenchOptions::kRoundsHelp)
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   cmd->add_option("--block-size", o.block_size, "Tokens per KV block")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

@@ -134,7 +134,7 @@ case "$what" in
     check_error decode_too_deep "context" -- "$bin" bench decode -m tiny --depths 1M
     check_error decode_bad_model "^kvengine: " -- "$bin" bench decode -m "$scratch/none.gguf"
     check_error decode_bad_read_bw "read-bw-size" -- "$bin" bench decode -m tiny --read-bw-size auto1
-    check_error decode_bad_rounds "rounds" -- "$bin" bench decode -m tiny --rounds 0
+    check_usage decode_bad_rounds "rounds" -- "$bin" bench decode -m tiny --rounds 0
     json="$scratch/decode_rounds.json"
     "$bin" bench decode "${small[@]}" --kv-dtypes f16 --rounds 2 --json > "$json" || true
     expect decode_rounds 'length == 3 and all(.[]; .rounds == 2 and .decode_tokens_per_s > 0)' "$json"

@@ -85,7 +85,7 @@ class SignalWatcher {
 };
 
 int RunServe(ServeFlags& f) {
-  if (Status s = ResolveHttpOptions(&f); !s.ok()) return Fail(s);
+  if (Status s = CheckServeFlags(&f); !s.ok()) return Fail(s);
   SignalWatcher signals;  // Before any other thread starts.
   Result<std::unique_ptr<server::HttpServer>> http = server::HttpServer::Start(f.http);
   if (!http.ok()) return Fail(http.status());
@@ -124,6 +124,7 @@ void RegisterServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   AddServeEngineFlags(cmd, f.get());
   cmd->add_option("--max-body-bytes", f->max_body, "Largest request body; larger ones get 413")
+      ->check(SizeCheck())
       ->capture_default_str();
   cmd->add_option("--http-threads", f->http_threads,
                   "HTTP worker threads at most; each open connection holds one (default: "
