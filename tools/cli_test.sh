@@ -133,6 +133,9 @@ refuse serve_map_dev_zero 1 "not a regular file" -- serve -m tiny --port 0 --kv-
 refuse serve_unknown_preset 1 "preset" -- serve -m frob --port 0
 refuse serve_batched_below_seqs 1 "max_num_batched_tokens" -- \
   serve -m tiny --port 0 --max-num-seqs 8 --max-num-batched-tokens 4
+refuse serve_disk_path_device 1 "kv-disk-path.*not a directory" -- \
+  serve -m tiny --port 0 --kv-disk-path /dev/zero
+refuse serve_redis_endpoint 1 "kv-redis" -- serve -m tiny --port 0 --kv-redis nohost
 refuse bench_serve_model_fifo 1 "FIFO" -- bench-serve -m "$scratch/fifo"
 refuse bench_serve_out_fifo 1 "FIFO" -- bench-serve -m tiny --out "$scratch/fifo.svg"
 # The KV dtype map: --kv-dtype-map FILE, and its old spelling --kv-plan, give the same figures.

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "base/size_parse.h"
 #include "input_files.h"
 #include "model_files.h"
 #include "planner/kv_plan.h"
+#include "tier/redis_tier.h"
 
 namespace kvengine::cli {
 namespace {
@@ -221,6 +224,15 @@ Status CheckServeFlags(ServeFlags* f) {
   sched.max_num_seqs = f->max_num_seqs;
   sched.max_num_batched_tokens = f->max_num_batched_tokens;
   KV_RETURN_IF_ERROR(sched.Validate());
+  if (!f->kv_redis.empty()) {
+    Result<RedisEndpoint> redis = ParseRedisEndpoint(f->kv_redis);
+    if (!redis.ok()) return InvalidArgument("--kv-redis: " + redis.status().message());
+  }
+  std::error_code ec;
+  if (!f->kv_disk_path.empty() && std::filesystem::exists(f->kv_disk_path, ec) &&
+      !std::filesystem::is_directory(f->kv_disk_path, ec)) {
+    return InvalidArgument("--kv-disk-path: " + f->kv_disk_path + " is not a directory");
+  }
   // The files: -m must be a regular file or a preset, the KV dtype map a small regular file
   // (read again, and parsed against the model's layers, when the model is loaded).
   KV_RETURN_IF_ERROR(ResolveModelSource(f->common.model).status());
