@@ -51,14 +51,14 @@ int RunBenchKv(BenchKvFlags& f) {
   }
   if (!f.common.ctx.empty()) {
     Result<uint64_t> ctx = ParseTokenCount(f.common.ctx);
-    if (!ctx.ok()) return Fail(InvalidArgument("--ctx: " + ctx.status().message()));
+    if (!ctx.ok()) return FailUsage(InvalidArgument("--ctx: " + ctx.status().message()));
     o.max_model_len = static_cast<int64_t>(*ctx);
   }
   if (!f.workloads.empty()) {
     o.workloads.clear();
     for (const std::string& w : f.workloads) {
       Result<KvWorkload> p = ParseKvWorkload(w);
-      if (!p.ok()) return Fail(p.status());
+      if (!p.ok()) return FailUsage(p.status());
       o.workloads.push_back(*p);
     }
   }
@@ -66,7 +66,7 @@ int RunBenchKv(BenchKvFlags& f) {
     o.policies.clear();
     for (const std::string& w : f.policies) {
       Result<KvPolicy> p = ParseKvPolicy(w);
-      if (!p.ok()) return Fail(p.status());
+      if (!p.ok()) return FailUsage(p.status());
       o.policies.push_back(*p);
     }
   }

@@ -104,14 +104,14 @@ Result<loadgen::BenchServeResult> RunInProcess(BenchServeFlags& f) {
 
 int RunBenchServe(BenchServeFlags& f) {
   Result<KvWorkload> workload = ParseKvWorkload(f.workload);
-  if (!workload.ok()) return Fail(workload.status());
+  if (!workload.ok()) return FailUsage(workload.status());
   f.bench.workload = *workload;
   Result<double> rate = ParseRate(f.request_rate);
-  if (!rate.ok()) return Fail(rate.status());
+  if (!rate.ok()) return FailUsage(rate.status());
   f.bench.load.request_rate = *rate;
   f.bench.sample_interval = std::chrono::milliseconds(f.metrics_interval_ms);
   Result<OutFormat> out = ResolveOut(f.out);
-  if (!out.ok()) return Fail(out.status());
+  if (!out.ok()) return FailUsage(out.status());
   if (Status s = CheckOutputFile(f.out, "--out"); !s.ok()) return Fail(s);
   if (!f.url.empty()) f.bench.url = f.url;
   Result<loadgen::BenchServeResult> r = f.url.empty() ? RunInProcess(f) : RunBench(f.bench);

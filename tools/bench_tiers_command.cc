@@ -87,7 +87,9 @@ Result<uint64_t> Size(const std::string& text, const char* flag) {
 int RunBenchTiers(BenchTiersFlags& f) {
   TierBenchOptions& o = f.options;
   Result<uint64_t> prompt = ParseTokenCount(f.prompt_tokens);
-  if (!prompt.ok()) return Fail(InvalidArgument("--prompt-tokens: " + prompt.status().message()));
+  if (!prompt.ok()) {
+    return FailUsage(InvalidArgument("--prompt-tokens: " + prompt.status().message()));
+  }
   o.prompt_tokens = int64_t(std::min<uint64_t>(*prompt, uint64_t{1} << 40));
   EngineOptions& eo = o.engine;
   eo.threads = f.threads;
@@ -100,7 +102,7 @@ int RunBenchTiers(BenchTiersFlags& f) {
   for (const Result<uint64_t>* r : {&mem, &ram, &disk}) {
     if (!r->ok()) return Fail(r->status());
   }
-  if (*ram == 0) return Fail(InvalidArgument("--swap-space must be > 0: row (c) needs RAM"));
+  if (*ram == 0) return FailUsage(InvalidArgument("--swap-space must be > 0: row (c) needs RAM"));
   eo.kv.memory_bytes = *mem;
   eo.tiers.ram_bytes = *ram;
   eo.tiers.disk_bytes = *disk;
