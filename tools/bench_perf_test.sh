@@ -133,7 +133,8 @@ case "$what" in
       -m tiny --attention-kernel AVX9000
     check_error decode_too_deep "context" -- "$bin" bench decode -m tiny --depths 1M
     check_error decode_bad_model "^kvengine: " -- "$bin" bench decode -m "$scratch/none.gguf"
-    check_usage decode_bad_read_bw "read-bw-size" -- "$bin" bench decode -m tiny --read-bw-size auto1
+    check_usage decode_bad_read_bw "read-bw-size" -- "$bin" bench decode -m tiny \
+      --read-bw-size auto1
     check_usage decode_bad_rounds "rounds" -- "$bin" bench decode -m tiny --rounds 0
     json="$scratch/decode_rounds.json"
     "$bin" bench decode "${small[@]}" --kv-dtypes f16 --rounds 2 --json > "$json" || true
