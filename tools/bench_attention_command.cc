@@ -39,15 +39,15 @@ int RunBenchAttention(BenchAttentionFlags& f) {
     if (Status s = ForceAttentionKernels(f.attention_kernel); !s.ok()) return Fail(s);
   }
   Result<std::vector<int64_t>> contexts = ParseTokenCountList(f.contexts, "--contexts", 1);
-  if (!contexts.ok()) return Fail(contexts.status());
+  if (!contexts.ok()) return FailUsage(contexts.status());
   o.contexts = *contexts;
   Result<std::vector<KvDtype>> dtypes = ParseKvDtypeList(f.kv_dtypes, "--kv-dtypes");
-  if (!dtypes.ok()) return Fail(dtypes.status());
+  if (!dtypes.ok()) return FailUsage(dtypes.status());
   o.kv_dtypes = *dtypes;
   o.layouts.clear();
   for (const std::string& l : f.layouts) {
     Result<KvLayout> layout = ParseKvLayout(l);
-    if (!layout.ok()) return Fail(InvalidArgument("--layouts: " + layout.status().message()));
+    if (!layout.ok()) return FailUsage(InvalidArgument("--layouts: " + layout.status().message()));
     o.layouts.push_back(*layout);
   }
   o.prefetch_levels.clear();
@@ -58,7 +58,7 @@ int RunBenchAttention(BenchAttentionFlags& f) {
     } else if (p == "l2") {
       level = KvPrefetchLevel::kL2;
     } else if (p != "auto") {
-      return Fail(InvalidArgument("--prefetch: '" + p + "' is not auto, l1 or l2"));
+      return FailUsage(InvalidArgument("--prefetch: '" + p + "' is not auto, l1 or l2"));
     }
     if (std::find(o.prefetch_levels.begin(), o.prefetch_levels.end(), level) ==
         o.prefetch_levels.end()) {
@@ -71,8 +71,8 @@ int RunBenchAttention(BenchAttentionFlags& f) {
     if (h != "auto") {
       const auto [end, ec] = std::from_chars(h.data(), h.data() + h.size(), heads);
       if (ec != std::errc() || end != h.data() + h.size() || heads < 1 || heads > o.num_kv_heads) {
-        return Fail(InvalidArgument("--item-heads: '" + h + "' is not auto or 1.." +
-                                    std::to_string(o.num_kv_heads) + " (the KV heads)"));
+        return FailUsage(InvalidArgument("--item-heads: '" + h + "' is not auto or 1.." +
+                                         std::to_string(o.num_kv_heads) + " (the KV heads)"));
       }
     }
     if (std::find(o.item_heads.begin(), o.item_heads.end(), heads) == o.item_heads.end()) {
@@ -80,13 +80,13 @@ int RunBenchAttention(BenchAttentionFlags& f) {
     }
   }
   Result<uint64_t> footprint = ParseBufferSizeOrAuto(f.footprint, "--footprint", o.footprint_bytes);
-  if (!footprint.ok()) return Fail(footprint.status());
+  if (!footprint.ok()) return FailUsage(footprint.status());
   o.footprint_bytes = *footprint;
   Result<uint64_t> bw = ParseBufferSizeOrAuto(f.read_bw_size, "--read-bw-size", o.read_bw.bytes);
-  if (!bw.ok()) return Fail(bw.status());
+  if (!bw.ok()) return FailUsage(bw.status());
   o.read_bw.bytes = *bw;
   if (o.n_heads % o.num_kv_heads != 0) {
-    return Fail(InvalidArgument("--heads must be a multiple of --kv-heads"));
+    return FailUsage(InvalidArgument("--heads must be a multiple of --kv-heads"));
   }
   if (!f.svg_path.empty()) {  // Before the sweep: a bad path fails at once.
     if (Status s = CheckWritable(f.svg_path, "--svg"); !s.ok()) return Fail(s);

@@ -51,14 +51,14 @@ int RunBenchKv(BenchKvFlags& f) {
   }
   if (!f.common.ctx.empty()) {
     Result<uint64_t> ctx = ParseTokenCount(f.common.ctx);
-    if (!ctx.ok()) return Fail(InvalidArgument("--ctx: " + ctx.status().message()));
+    if (!ctx.ok()) return FailUsage(InvalidArgument("--ctx: " + ctx.status().message()));
     o.max_model_len = static_cast<int64_t>(*ctx);
   }
   if (!f.workloads.empty()) {
     o.workloads.clear();
     for (const std::string& w : f.workloads) {
       Result<KvWorkload> p = ParseKvWorkload(w);
-      if (!p.ok()) return Fail(p.status());
+      if (!p.ok()) return FailUsage(p.status());
       o.workloads.push_back(*p);
     }
   }
@@ -66,7 +66,7 @@ int RunBenchKv(BenchKvFlags& f) {
     o.policies.clear();
     for (const std::string& w : f.policies) {
       Result<KvPolicy> p = ParseKvPolicy(w);
-      if (!p.ok()) return Fail(p.status());
+      if (!p.ok()) return FailUsage(p.status());
       o.policies.push_back(*p);
     }
   }
@@ -97,18 +97,19 @@ void RegisterBenchKv(CLI::App* bench, int* exit_code) {
   f->common.model = o.model;
   AddModelFlag(cmd, &f->common);
   cmd->add_option("-c,--ctx,--max-model-len", f->common.ctx,
-                  std::string(KvBenchOptions::kMaxModelLenHelp) + " (default 4096)");
+                  std::string(KvBenchOptions::kMaxModelLenHelp) + " (default 4096)")
+      ->check(TokenCountCheck(1, uint64_t{1} << 24));
   AddKvFlags(cmd, &f->common);
   AddMemFlag(cmd, &f->common, std::string(KvBenchOptions::kKvMemoryHelp) + " (default 4GiB)");
   AddJsonFlag(cmd, &f->common);
   cmd->add_option("--requests", o.num_requests, KvBenchOptions::kNumRequestsHelp)
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
   cmd->add_option("--turns", o.turns, KvBenchOptions::kTurnsHelp)
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--system-prompt", o.system_prompt_tokens, KvBenchOptions::kSystemPromptHelp)
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1 << 24))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, KvBenchOptions::kSeedHelp)->capture_default_str();
   cmd->add_option("--watermark", o.watermark, KvBenchOptions::kWatermarkHelp)

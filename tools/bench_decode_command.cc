@@ -41,22 +41,22 @@ int RunBenchDecode(BenchDecodeFlags& f) {
     if (Status s = ForceAttentionKernels(f.attention_kernel); !s.ok()) return Fail(s);
   }
   Result<std::vector<KvDtype>> dtypes = ParseKvDtypeList(f.kv_dtypes, "--kv-dtypes");
-  if (!dtypes.ok()) return Fail(dtypes.status());
+  if (!dtypes.ok()) return FailUsage(dtypes.status());
   o.kv_dtypes = *dtypes;
   Result<std::vector<int64_t>> depths = ParseTokenCountList(f.depths, "--depths", 0);
-  if (!depths.ok()) return Fail(depths.status());
+  if (!depths.ok()) return FailUsage(depths.status());
   o.depths = *depths;
   o.batches.clear();
   if (!(f.batches.size() == 1 && f.batches[0] == "none")) {
     Result<std::vector<int64_t>> batches = ParseTokenCountList(f.batches, "--batches", 1);
-    if (!batches.ok()) return Fail(batches.status());
+    if (!batches.ok()) return FailUsage(batches.status());
     for (int64_t b : *batches) {
-      if (b > 4096) return Fail(OutOfRange("--batches: at most 4096 sequences"));
+      if (b > 4096) return FailUsage(OutOfRange("--batches: at most 4096 sequences"));
       o.batches.push_back(int(b));
     }
   }
   Result<uint64_t> bw = ParseBufferSizeOrAuto(f.read_bw_size, "--read-bw-size", o.read_bw.bytes);
-  if (!bw.ok()) return Fail(bw.status());
+  if (!bw.ok()) return FailUsage(bw.status());
   o.read_bw.bytes = *bw;
   Result<ModelFile> mf = OpenModelFile(f.common.model, LoadModeOf(f.common));
   if (!mf.ok()) return Fail(mf.status());
@@ -124,7 +124,9 @@ void RegisterBenchDecode(CLI::App* bench, int* exit_code) {
   cmd->add_option("--steps", o.steps, DecodeBenchOptions::kStepsHelp)
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_option("--rounds", o.rounds, DecodeBenchOptions::kRoundsHelp)->capture_default_str();
+  cmd->add_option("--rounds", o.rounds, DecodeBenchOptions::kRoundsHelp)
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   cmd->add_option("--block-size", o.block_size, "Tokens per KV block")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

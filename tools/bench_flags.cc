@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "base/size_parse.h"
+#include "input_files.h"
 
 namespace kvengine::cli {
 
@@ -49,6 +50,7 @@ Result<uint64_t> ParseBufferSizeOrAuto(const std::string& text, const std::strin
 }
 
 Status CheckWritable(const std::string& path, const std::string& flag) {
+  KV_RETURN_IF_ERROR(CheckOutputFile(path, flag));  // A FIFO would block the probe below.
   std::error_code ec;
   const bool existed = std::filesystem::exists(path, ec);
   {

@@ -28,7 +28,8 @@ inline constexpr const char* kAttentionKernelHelp =
     "Force the attention kernel by name (e.g. AVX3 for f32 steps on every KV dtype, "
     "AVX3_VNNI_BF16, AVX2_I16, ref); default: the best this CPU runs";
 
-// Whether `path` can be written, checked before a long sweep: opened for appending (an existing
+// Whether `path` can be written, checked before a long sweep: a regular file or none yet
+// (CheckOutputFile), opened for appending (an existing
 // file keeps its bytes; one created for the check is removed again).
 Status CheckWritable(const std::string& path, const std::string& flag);
 // Replaces `path`'s contents with `text`.

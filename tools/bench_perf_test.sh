@@ -51,10 +51,10 @@ case "$what" in
     check_svg attention_svg "$svg" 12 -- "$bin" bench attention "${small[@]}" --svg "$svg"
     check_error attention_svg_unwritable "cannot write" -- "$bin" bench attention "${small[@]}" \
       --svg "$scratch/no/such/dir/a.svg"
-    check_error attention_bad_dtype "kv-dtypes" -- "$bin" bench attention --kv-dtypes int7
-    check_error attention_bad_layout "layouts" -- "$bin" bench attention --layouts strided
-    check_error attention_bad_context "contexts" -- "$bin" bench attention --contexts 0
-    check_error attention_bad_prefetch "prefetch" -- "$bin" bench attention --prefetch l3
+    check_usage attention_bad_dtype "kv-dtypes" -- "$bin" bench attention --kv-dtypes int7
+    check_usage attention_bad_layout "layouts" -- "$bin" bench attention --layouts strided
+    check_usage attention_bad_context "contexts" -- "$bin" bench attention --contexts 0
+    check_usage attention_bad_prefetch "prefetch" -- "$bin" bench attention --prefetch l3
     # --footprint auto (the default): copies cover 4x the last-level cache (300 MiB on one Xeon VM,
     # beyond the old fixed 192 MiB), at least 192 MiB; f16 at 1k is 4 MiB a copy.
     llc=$(getconf LEVEL3_CACHE_SIZE 2>/dev/null || true)
@@ -68,8 +68,8 @@ case "$what" in
     "$bin" bench attention --contexts 1k --kv-dtypes f16 -t 1 --layouts paged,contiguous \
       --min-time 0.01 --footprint 16MiB --read-bw-size 64MiB --rounds 2 --json > "$json" || true
     expect attention_rounds 'length == 2 and all(.[]; .rounds == 2)' "$json"
-    check_error attention_bad_footprint "footprint" -- "$bin" bench attention --footprint lots
-    check_error attention_bad_read_bw "read-bw-size" -- "$bin" bench attention --read-bw-size 1KiB
+    check_usage attention_bad_footprint "footprint" -- "$bin" bench attention --footprint lots
+    check_usage attention_bad_read_bw "read-bw-size" -- "$bin" bench attention --read-bw-size 1KiB
     json="$scratch/attention_prefetch.json"
     "$bin" bench attention --contexts 1k --kv-dtypes int8 -t 1 --layouts paged --min-time 0.02 \
       --footprint 16MiB --read-bw-size 64MiB --prefetch l1,l2,auto --json > "$json" || true
@@ -79,7 +79,7 @@ case "$what" in
     "$bin" bench attention --contexts 1k --kv-dtypes f16 -t 1 --layouts paged --min-time 0.02 \
       --footprint 16MiB --read-bw-size 64MiB --item-heads auto,1 --json > "$json" || true
     expect attention_item_heads '[.[] | [.item_heads, .kv_heads_per_item]] == [["auto", 8], ["1", 1]]' "$json"
-    check_error attention_bad_item_heads "item-heads" -- "$bin" bench attention --item-heads 9
+    check_usage attention_bad_item_heads "item-heads" -- "$bin" bench attention --item-heads 9
     # --attention-kernel: the reference kernel by name (f32 arithmetic for every dtype), and an
     # unknown name is an error naming the ones there are.
     json="$scratch/attention_forced.json"
@@ -128,13 +128,14 @@ case "$what" in
     else fail decode_svg_kept; fi
     check_error decode_svg_unwritable "cannot write" -- "$bin" bench decode "${small[@]}" \
       --svg "$scratch/no/such/dir/d.svg"
-    check_error decode_bad_dtype "kv-dtypes" -- "$bin" bench decode -m tiny --kv-dtypes int7
+    check_usage decode_bad_dtype "kv-dtypes" -- "$bin" bench decode -m tiny --kv-dtypes int7
     check_error decode_bad_attention_kernel "unknown attention kernel" -- "$bin" bench decode \
       -m tiny --attention-kernel AVX9000
     check_error decode_too_deep "context" -- "$bin" bench decode -m tiny --depths 1M
     check_error decode_bad_model "^kvengine: " -- "$bin" bench decode -m "$scratch/none.gguf"
-    check_error decode_bad_read_bw "read-bw-size" -- "$bin" bench decode -m tiny --read-bw-size auto1
-    check_error decode_bad_rounds "rounds" -- "$bin" bench decode -m tiny --rounds 0
+    check_usage decode_bad_read_bw "read-bw-size" -- "$bin" bench decode -m tiny \
+      --read-bw-size auto1
+    check_usage decode_bad_rounds "rounds" -- "$bin" bench decode -m tiny --rounds 0
     json="$scratch/decode_rounds.json"
     "$bin" bench decode "${small[@]}" --kv-dtypes f16 --rounds 2 --json > "$json" || true
     expect decode_rounds 'length == 3 and all(.[]; .rounds == 2 and .decode_tokens_per_s > 0)' "$json"

@@ -16,6 +16,7 @@
 
 #include "cli_flags.h"
 #include "commands.h"
+#include "input_files.h"
 #include "report/serve_report.h"
 #include "bench/serve/bench_serve.h"
 #include "progress.h"
@@ -85,7 +86,7 @@ Result<loadgen::BenchServeResult> RunInProcess(BenchServeFlags& f) {
   ServeFlags& s = f.serve;
   s.http.host = "127.0.0.1";
   s.http.port = 0;
-  KV_RETURN_IF_ERROR(ResolveHttpOptions(&s));
+  KV_RETURN_IF_ERROR(CheckServeFlags(&s));
   KV_ASSIGN_OR_RETURN(std::unique_ptr<server::HttpServer> http, server::HttpServer::Start(s.http));
   Result<Loaded> loaded = LoadAndStart(s, "kvengine bench-serve");
   if (!loaded.ok()) {
@@ -103,14 +104,15 @@ Result<loadgen::BenchServeResult> RunInProcess(BenchServeFlags& f) {
 
 int RunBenchServe(BenchServeFlags& f) {
   Result<KvWorkload> workload = ParseKvWorkload(f.workload);
-  if (!workload.ok()) return Fail(workload.status());
+  if (!workload.ok()) return FailUsage(workload.status());
   f.bench.workload = *workload;
   Result<double> rate = ParseRate(f.request_rate);
-  if (!rate.ok()) return Fail(rate.status());
+  if (!rate.ok()) return FailUsage(rate.status());
   f.bench.load.request_rate = *rate;
   f.bench.sample_interval = std::chrono::milliseconds(f.metrics_interval_ms);
   Result<OutFormat> out = ResolveOut(f.out);
-  if (!out.ok()) return Fail(out.status());
+  if (!out.ok()) return FailUsage(out.status());
+  if (Status s = CheckOutputFile(f.out, "--out"); !s.ok()) return Fail(s);
   if (!f.url.empty()) f.bench.url = f.url;
   Result<loadgen::BenchServeResult> r = f.url.empty() ? RunInProcess(f) : RunBench(f.bench);
   if (!r.ok()) return Fail(r.status());

@@ -87,7 +87,9 @@ Result<uint64_t> Size(const std::string& text, const char* flag) {
 int RunBenchTiers(BenchTiersFlags& f) {
   TierBenchOptions& o = f.options;
   Result<uint64_t> prompt = ParseTokenCount(f.prompt_tokens);
-  if (!prompt.ok()) return Fail(InvalidArgument("--prompt-tokens: " + prompt.status().message()));
+  if (!prompt.ok()) {
+    return FailUsage(InvalidArgument("--prompt-tokens: " + prompt.status().message()));
+  }
   o.prompt_tokens = int64_t(std::min<uint64_t>(*prompt, uint64_t{1} << 40));
   EngineOptions& eo = o.engine;
   eo.threads = f.threads;
@@ -100,7 +102,7 @@ int RunBenchTiers(BenchTiersFlags& f) {
   for (const Result<uint64_t>* r : {&mem, &ram, &disk}) {
     if (!r->ok()) return Fail(r->status());
   }
-  if (*ram == 0) return Fail(InvalidArgument("--swap-space must be > 0: row (c) needs RAM"));
+  if (*ram == 0) return FailUsage(InvalidArgument("--swap-space must be > 0: row (c) needs RAM"));
   eo.kv.memory_bytes = *mem;
   eo.tiers.ram_bytes = *ram;
   eo.tiers.disk_bytes = *disk;
@@ -188,17 +190,21 @@ void RegisterBenchTiers(CLI::App* bench, int* exit_code) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, TierBenchOptions::kSeedHelp)->capture_default_str();
-  cmd->add_option("--kv-cache-memory-bytes", f->kv_memory, "KV pool size")->capture_default_str();
+  cmd->add_option("--kv-cache-memory-bytes", f->kv_memory, "KV pool size")
+      ->check(SizeCheck())
+      ->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens,
                   "Tokens per forward pass (the recompute row's prefill chunk)")
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 24))
       ->capture_default_str();
   cmd->add_option("--swap-space", f->swap_space, "Capacity of the host-RAM tier")
+      ->check(SizeCheck())
       ->capture_default_str();
   cmd->add_option("--kv-disk-path", f->kv_disk_path,
                   "Where the disk tier goes: a new directory is made inside this one for the run "
                   "and removed at the end (default: $TMPDIR, else /tmp)");
   cmd->add_option("--kv-disk-size", f->kv_disk_size, "Capacity of the disk tier")
+      ->check(SizeCheck())
       ->capture_default_str();
   cmd->add_option("--kv-redis", f->kv_redis,
                   "Redis for row (e): host:port or unix:PATH (not started by the bench; without "

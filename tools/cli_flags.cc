@@ -2,16 +2,48 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/size_parse.h"
 #include "gguf/gguf_reader.h"
+#include "input_files.h"
 #include "model/gguf_config.h"
 #include "model/presets.h"
 #include "synth/synthetic_spec.h"
 
 namespace kvengine::cli {
+
+CLI::Validator SizeCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        Result<uint64_t> n = ParseSize(text);
+        if (!n.ok()) return n.status().message();
+        if (*n > (uint64_t{1} << 50)) return text + " is more than 1PiB";
+        return "";
+      },
+      "SIZE");
+}
+
+CLI::Validator TokenCountCheck(uint64_t min, uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        Result<uint64_t> n = ParseTokenCount(text);
+        if (!n.ok()) return n.status().message();
+        if (*n < min || *n > max) {
+          return text + " is not in " + std::to_string(min) + ".." + std::to_string(max);
+        }
+        return "";
+      },
+      "TOKENS");
+}
+
+CLI::Validator KvDtypeCheck() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        Result<KvDtype> d = ParseKvDtype(text);
+        return d.ok() ? "" : d.status().message();
+      },
+      "DTYPE");
+}
 
 void AddModelFlag(CLI::App* app, CommonFlags* f) {
   std::string presets;
@@ -24,26 +56,28 @@ void AddModelFlag(CLI::App* app, CommonFlags* f) {
 void AddCtxFlag(CLI::App* app, CommonFlags* f) {
   app->add_option("-c,--ctx,--max-model-len", f->ctx,
                   "Tokens per sequence, prompt plus output (e.g. 4096 or 32k); default: the "
-                  "model's context length");
+                  "model's context length")
+      ->check(TokenCountCheck(1, uint64_t{1} << 32));
 }
 
 void AddKvFlags(CLI::App* app, CommonFlags* f) {
   app->add_option("--kv-dtype,--kv-cache-dtype", f->kv_dtype,
                   "KV cache number format for every layer: f32, f16, bf16, fp8_e4m3 (fp8), "
                   "fp8_e5m2, int8, int4")
+      ->check(KvDtypeCheck())
       ->capture_default_str();
   app->add_option("--kv-dtype-map,--kv-plan", f->kv_dtype_map_file,
-                  "The KV dtype map: a JSON file of per-layer KV dtypes, e.g. {\"default\": \"int8\", \"layers\": "
-                  "{\"0-1\": \"f16\", \"31\": {\"k\": \"f16\", \"v\": \"int4\"}}}; overrides "
-                  "--kv-dtype")
-      ->check(CLI::ExistingFile);
+                  "The KV dtype map: a JSON file of per-layer KV dtypes, e.g. {\"default\": "
+                  "\"int8\", \"layers\": {\"0-1\": \"f16\", \"31\": {\"k\": \"f16\", \"v\": "
+                  "\"int4\"}}}; overrides --kv-dtype (a regular file of at most 1 MiB)");
   app->add_option("--block-size", f->block_size, "Tokens per KV block (1-256)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
 }
 
 void AddMemFlag(CLI::App* app, CommonFlags* f, const std::string& help) {
-  app->add_option("--mem", f->mem, help + " (sizes take suffixes: 512MiB, 24GiB, 2GB)");
+  app->add_option("--mem", f->mem, help + " (sizes take suffixes: 512MiB, 24GiB, 2GB)")
+      ->check(SizeCheck());
 }
 
 void AddJsonFlag(CLI::App* app, CommonFlags* f) {
@@ -57,9 +91,8 @@ void AddMmapFlag(CLI::App* app, CommonFlags* f) {
 }
 
 Result<ResolvedModel> ResolveModel(const std::string& model) {
-  const bool looks_like_file = model.size() > 5 && model.substr(model.size() - 5) == ".gguf";
-  std::error_code ec;
-  if (looks_like_file || std::filesystem::is_regular_file(model, ec)) {
+  if (IsModelPath(model)) {
+    KV_RETURN_IF_ERROR(CheckRegularFile(model, "model"));
     KV_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> file, GgufFile::Open(model));
     const std::string name = std::filesystem::path(model).filename().string();
     KV_ASSIGN_OR_RETURN(ModelConfig config, ModelConfigFromGguf(*file, name));
@@ -94,11 +127,9 @@ Result<ResolvedModel> ResolveModel(const std::string& model) {
 
 Result<KvDtypeMap> ResolveKvDtypes(const CommonFlags& f, int n_layers) {
   if (!f.kv_dtype_map_file.empty()) {
-    std::ifstream in(f.kv_dtype_map_file);
-    if (!in) return NotFound("cannot read KV dtype map file '" + f.kv_dtype_map_file + "'");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    Result<KvDtypeMap> m = ParseKvDtypeMap(ss.str(), n_layers);
+    KV_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(f.kv_dtype_map_file, kMaxConfigFileBytes,
+                                                        "--kv-dtype-map"));
+    Result<KvDtypeMap> m = ParseKvDtypeMap(text, n_layers);
     if (!m.ok()) return InvalidArgument(f.kv_dtype_map_file + ": " + m.status().message());
     return m;
   }
@@ -125,6 +156,11 @@ Result<std::optional<uint64_t>> ResolveMem(const CommonFlags& f) {
 int Fail(const Status& status) {
   std::fprintf(stderr, "kvengine: %s\n", status.message().c_str());
   return 1;
+}
+
+int FailUsage(const Status& status) {
+  std::fprintf(stderr, "kvengine: %s\n", status.message().c_str());
+  return 2;
 }
 
 }  // namespace kvengine::cli

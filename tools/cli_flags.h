@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,13 @@ struct CommonFlags {
   bool json = false;
   bool mmap = false;  // Map the GGUF instead of reading it into huge pages (GgufFile::LoadMode).
 };
+
+// CLI11 checks of values that are interpreted later, so that a malformed value is a usage error
+// (exit 2) caught by the flag parser: a byte size ("512MiB", at most 1 PiB), a token count
+// ("32k", min..max) and a KV dtype name.
+CLI::Validator SizeCheck();
+CLI::Validator TokenCountCheck(uint64_t min, uint64_t max);
+CLI::Validator KvDtypeCheck();
 
 // Registers the shared flags on a subcommand; `defaults` supplies per-command defaults.
 void AddModelFlag(CLI::App* app, CommonFlags* f);
@@ -55,7 +63,11 @@ Result<KvDtypeMap> ResolveKvDtypes(const CommonFlags& f, int n_layers);
 Result<int64_t> ResolveCtx(const CommonFlags& f, const ModelConfig& model);
 Result<std::optional<uint64_t>> ResolveMem(const CommonFlags& f);
 
-// Prints "kvengine: <message>" to stderr; returns the exit status for a failed command (1).
+// Prints "kvengine: <message>" to stderr; returns the exit status for a failed command (1): an
+// unusable input (a file missing, not a regular file, too large or invalid) or a runtime failure.
 int Fail(const Status& status);
+// The same for a malformed command line found after parsing (a missing or conflicting value):
+// returns 2, as main() does for the flag parser's errors.
+int FailUsage(const Status& status);
 
 }  // namespace kvengine::cli

@@ -6,6 +6,7 @@
 #include "base/size_parse.h"
 #include "cli_flags.h"
 #include "commands.h"
+#include "input_files.h"
 #include "progress.h"
 #include "synth/synthetic_model.h"
 #include "synth/synthetic_spec.h"
@@ -27,6 +28,7 @@ int RunGenModel(const GenModelFlags& f) {
     if (!s.ok()) return Fail(s);
   }
   const std::string out = f.output.empty() ? spec->name + ".gguf" : f.output;
+  if (Status s = CheckOutputFile(out, "--output"); !s.ok()) return Fail(s);
   ProgressBar bar("writing " + out);
   Status s = WriteSyntheticModel(*spec, out, [&bar](uint64_t d, uint64_t t) {
     bar.Update(int64_t(d), int64_t(t));

@@ -1,8 +1,9 @@
 #include "model_files.h"
 
 #include <cstdlib>
-#include <filesystem>
+#include <optional>
 
+#include "input_files.h"
 #include "quant/weight_view.h"
 #include "progress.h"
 #include "synth/model_cache.h"
@@ -11,18 +12,27 @@
 
 namespace kvengine::cli {
 
+Result<std::optional<SyntheticModelSpec>> ResolveModelSource(const std::string& model) {
+  if (IsModelPath(model)) {
+    // Checked before opening: a FIFO or a device is refused at once, never read.
+    KV_RETURN_IF_ERROR(CheckRegularFile(model, "model"));
+    return std::optional<SyntheticModelSpec>();
+  }
+  const size_t colon = model.find(':');
+  KV_ASSIGN_OR_RETURN(SyntheticModelSpec spec, FindSyntheticPreset(model.substr(0, colon)));
+  if (colon != std::string::npos) {
+    KV_RETURN_IF_ERROR(ApplySyntheticOverrides(model.substr(colon + 1), &spec));
+  }
+  return std::optional<SyntheticModelSpec>(std::move(spec));
+}
+
 Result<ModelFile> OpenModelFile(const std::string& model, GgufFile::LoadMode mode) {
   ModelFile m;
-  std::error_code ec;
-  const bool looks_like_file = model.size() > 5 && model.substr(model.size() - 5) == ".gguf";
-  if (looks_like_file || std::filesystem::is_regular_file(model, ec)) {
+  KV_ASSIGN_OR_RETURN(std::optional<SyntheticModelSpec> synthetic, ResolveModelSource(model));
+  if (!synthetic) {
     m.path = model;
   } else {
-    const size_t colon = model.find(':');
-    KV_ASSIGN_OR_RETURN(SyntheticModelSpec spec, FindSyntheticPreset(model.substr(0, colon)));
-    if (colon != std::string::npos) {
-      KV_RETURN_IF_ERROR(ApplySyntheticOverrides(model.substr(colon + 1), &spec));
-    }
+    const SyntheticModelSpec& spec = *synthetic;
     const std::string cache = DefaultCacheDir(std::getenv("KVENGINE_CACHE"),
                                               std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
     ProgressBar bar("generating " + spec.name);

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kvengine/status.h"
 #include "gguf/gguf_reader.h"
+#include "synth/synthetic_spec.h"
 
 namespace kvengine::cli {
 
@@ -15,6 +17,11 @@ struct ModelFile {
   bool synthetic = false;  // Random weights: the text it writes is meaningless.
   std::shared_ptr<const GgufFile> file;
 };
+
+// What -m names, without reading or generating anything: nothing for a GGUF path (which must be
+// a regular file: a FIFO or a device is refused here, never opened), or the synthetic preset's
+// spec with its overrides applied.
+Result<std::optional<SyntheticModelSpec>> ResolveModelSource(const std::string& model);
 
 // `model` is a GGUF path or a synthetic preset name (tiny, small, llama-1b, ...), optionally with
 // overrides "preset:key=value,key=value". Generating shows a progress bar on a terminal. The file

@@ -53,15 +53,15 @@ void RegisterPlanCommand(CLI::App& app, int* exit_code) {
   AddMemFlag(cmd, &flags->common, "KV memory budget: report max tokens and sequences that fit");
   AddJsonFlag(cmd, &flags->common);
   cmd->add_option("-b,--batch", flags->batch, "Sequences of --ctx tokens for the batch total")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
       ->capture_default_str();
   cmd->add_option("--streaming-window", flags->streaming_window,
                   "StreamingLLM: turn full-attention layers into a window of this many tokens "
                   "(0 = off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--attention-sinks", flags->sink_tokens,
                   "StreamingLLM: first tokens kept forever with --streaming-window (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   cmd->callback([flags, exit_code] { *exit_code = RunPlan(*flags); });
 }
 

@@ -150,7 +150,7 @@ int RunRun(RunFlags& f) {
   std::vector<int32_t> prompt;
   if (!f.prompt_ids.empty()) {
     Result<std::vector<int32_t>> ids = ParseIds(f.prompt_ids);
-    if (!ids.ok()) return Fail(ids.status());
+    if (!ids.ok()) return FailUsage(ids.status());
     prompt = *ids;
   } else {
     prompt = (*tok)->Encode(f.prompt, /*add_special=*/true);
@@ -248,7 +248,8 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   AddCtxFlag(cmd, &f->common);
   AddKvFlags(cmd, &f->common);
-  cmd->add_option("-t,--threads", f->threads, "Worker threads (default: all cores)");
+  cmd->add_option("-t,--threads", f->threads, "Worker threads, 1-1024 (default, 0: all cores)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--top-logits", f->top_logits,
                   "With --json: add prompt_top_logits, the top-K [id, logit] after every prompt "
                   "position (teacher forcing)")
@@ -261,12 +262,12 @@ void RegisterRunCommand(CLI::App& app, int* exit_code) {
   AddJsonFlag(cmd, &f->common);
   cmd->callback([f, exit_code] {
     if (f->prompt.empty() && f->prompt_ids.empty()) {
-      *exit_code = Fail(InvalidArgument("give a prompt with -p TEXT or --prompt-ids IDS"));
+      *exit_code = FailUsage(InvalidArgument("give a prompt with -p TEXT or --prompt-ids IDS"));
       return;
     }
     Status v = f->sampling.Validate();
     if (!v.ok()) {
-      *exit_code = Fail(v);
+      *exit_code = FailUsage(v);
       return;
     }
     *exit_code = RunRun(*f);

@@ -1,10 +1,12 @@
 // `kvengine serve`: the OpenAI-compatible HTTP server (src/server) over the engine.
 //
-// Order of start: bind the port and answer /health with 503 at once (so an orchestrator sees
-// the process alive while a large model loads), load the model and tokenizer, create and start
-// the engine, log its KV capacity, then publish the model (health 200). SIGINT/SIGTERM drain:
-// health and new requests answer 503, requests in flight finish (up to --drain-timeout, then
-// they are cancelled), the engine stops, and the process exits 0. A second signal exits at once.
+// Order of start: check every flag and file that needs no model (CheckServeFlags: a bad one
+// exits before anything listens), bind the port and answer /health with 503 at once (so an
+// orchestrator sees the process alive while a large model loads), load the model and
+// tokenizer, create and start the engine, log its KV capacity, then publish the model (health
+// 200). SIGINT/SIGTERM drain: health and new requests answer 503, requests in flight finish (up
+// to --drain-timeout, then they are cancelled), the engine stops, and the process exits 0. A
+// second signal exits at once.
 //
 // Signals are blocked in every thread (the mask is set before any thread starts and threads
 // inherit it) and taken by one watcher thread with sigtimedwait, so no handler runs in a
@@ -85,7 +87,7 @@ class SignalWatcher {
 };
 
 int RunServe(ServeFlags& f) {
-  if (Status s = ResolveHttpOptions(&f); !s.ok()) return Fail(s);
+  if (Status s = CheckServeFlags(&f); !s.ok()) return Fail(s);
   SignalWatcher signals;  // Before any other thread starts.
   Result<std::unique_ptr<server::HttpServer>> http = server::HttpServer::Start(f.http);
   if (!http.ok()) return Fail(http.status());
@@ -124,6 +126,7 @@ void RegisterServeCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   AddServeEngineFlags(cmd, f.get());
   cmd->add_option("--max-body-bytes", f->max_body, "Largest request body; larger ones get 413")
+      ->check(SizeCheck())
       ->capture_default_str();
   cmd->add_option("--http-threads", f->http_threads,
                   "HTTP worker threads at most; each open connection holds one (default: "

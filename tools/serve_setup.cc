@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "base/size_parse.h"
+#include "input_files.h"
 #include "model_files.h"
 #include "planner/kv_plan.h"
+#include "tier/redis_tier.h"
 
 namespace kvengine::cli {
 namespace {
@@ -78,7 +82,8 @@ std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
   a.push_back(
       cmd->add_option("--kv-cache-memory-bytes", f->kv_memory,
                       "KV pool size (512MiB, 4GiB); default: what --max-num-seqs sequences of the "
-                      "full context need, at most 1GiB but at least one full sequence"));
+                      "full context need, at most 1GiB but at least one full sequence")
+          ->check(SizeCheck()));
   a.push_back(cmd->add_option("--kv-policy", f->kv_policy,
                               "paged: blocks as tokens arrive; contiguous: reserve max_model_len "
                               "tokens per sequence at admission (emulates pre-PagedAttention "
@@ -95,10 +100,12 @@ std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
   a.push_back(cmd->add_option("--swap-space", f->swap_space,
                               "Host RAM tier for KV blocks evicted from the pool (e.g. 4GiB); 0: "
                               "none (evicted blocks are dropped, or go to disk/Redis if set)")
+                  ->check(SizeCheck())
                   ->capture_default_str());
   a.push_back(cmd->add_option("--kv-disk-path", f->kv_disk_path,
                               "Directory of the disk tier (persists across restarts); empty: none"));
   a.push_back(cmd->add_option("--kv-disk-size", f->kv_disk_size, "Capacity of the disk tier")
+                  ->check(SizeCheck())
                   ->capture_default_str());
   a.push_back(cmd->add_option("--kv-redis", f->kv_redis,
                               "Redis tier shared between instances: host:port or unix:PATH"));
@@ -110,7 +117,8 @@ std::vector<CLI::Option*> AddServeEngineFlags(CLI::App* cmd, ServeFlags* f) {
   a.push_back(cmd->add_option("--kv-tier-dtype", f->kv_tier_dtype,
                               "Store blocks on disk and in Redis re-encoded in this KV dtype "
                               "(e.g. int8 under an f16 pool: about half the bytes); default: the "
-                              "pool's own bytes"));
+                              "pool's own bytes")
+                  ->check(KvDtypeCheck()));
   return a;
 }
 
@@ -199,6 +207,40 @@ Status ResolveHttpOptions(ServeFlags* f) {
   f->http.max_threads =
       f->http_threads > 0 ? f->http_threads : f->max_num_seqs + f->max_queued_requests + 64;
   f->http.limits.max_n = std::min(kMaxChoices, f->max_num_seqs);
+  return Status::Ok();
+}
+
+Status CheckServeFlags(ServeFlags* f) {
+  KV_RETURN_IF_ERROR(ResolveHttpOptions(f));
+  KV_RETURN_IF_ERROR(ResolveTiers(*f).status());
+  if (!f->kv_memory.empty()) {
+    Result<uint64_t> m = ParseSize(f->kv_memory);
+    if (!m.ok()) return InvalidArgument("--kv-cache-memory-bytes: " + m.status().message());
+  }
+  if (Result<KvDtype> d = ParseKvDtype(f->common.kv_dtype); !d.ok()) {
+    return InvalidArgument("--kv-dtype: " + d.status().message());
+  }
+  SchedulerOptions sched;
+  sched.max_num_seqs = f->max_num_seqs;
+  sched.max_num_batched_tokens = f->max_num_batched_tokens;
+  KV_RETURN_IF_ERROR(sched.Validate());
+  if (!f->kv_redis.empty()) {
+    Result<RedisEndpoint> redis = ParseRedisEndpoint(f->kv_redis);
+    if (!redis.ok()) return InvalidArgument("--kv-redis: " + redis.status().message());
+  }
+  std::error_code ec;
+  if (!f->kv_disk_path.empty() && std::filesystem::exists(f->kv_disk_path, ec) &&
+      !std::filesystem::is_directory(f->kv_disk_path, ec)) {
+    return InvalidArgument("--kv-disk-path: " + f->kv_disk_path + " is not a directory");
+  }
+  // The files: -m must be a regular file or a preset, the KV dtype map a small regular file
+  // (read again, and parsed against the model's layers, when the model is loaded).
+  KV_RETURN_IF_ERROR(ResolveModelSource(f->common.model).status());
+  if (!f->common.kv_dtype_map_file.empty()) {
+    KV_RETURN_IF_ERROR(
+        ReadSmallFile(f->common.kv_dtype_map_file, kMaxConfigFileBytes, "--kv-dtype-map")
+            .status());
+  }
   return Status::Ok();
 }
 

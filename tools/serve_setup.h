@@ -77,6 +77,13 @@ Result<TierConfig> ResolveTiers(const ServeFlags& f);
 // Serve's HTTP options from the flags: body limit, worker threads, choices per request.
 Status ResolveHttpOptions(ServeFlags* f);
 
+// Everything the flags say that can be checked without loading the model (ResolveHttpOptions
+// included): the values, the tiers (a Redis endpoint that parses, a disk path that is a
+// directory or does not exist yet), the scheduler limits, -m (a regular file or a known preset)
+// and the KV dtype map file. Serve calls it before binding its port, so a bad flag or file fails
+// before "listening".
+Status CheckServeFlags(ServeFlags* f);
+
 // The ServedModel that publishes `loaded` (through `backend`) on an HttpServer.
 server::ServedModel MakeServedModel(const Loaded& loaded, server::InferenceBackend* backend);
 

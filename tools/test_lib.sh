@@ -30,6 +30,20 @@ check_error() {
     fail "$name: status $status, output: $(head -3 <<<"$out")"
   fi
 }
+# check_usage NAME PATTERN -- command...: exit status 2 (a malformed command line) and a message
+# matching PATTERN.
+check_usage() {
+  local name="$1" pattern="$2"
+  shift 3
+  local out status
+  out=$("$@" 2>&1)
+  status=$?
+  if [ "$status" -eq 2 ] && grep -qE -- "$pattern" <<<"$out"; then
+    pass "$name"
+  else
+    fail "$name: status $status, output: $(head -3 <<<"$out")"
+  fi
+}
 # check_text NAME TEXT PATTERN...: TEXT matches every PATTERN (an extended regular expression).
 check_text() {
   local name="$1" text="$2" pattern

@@ -41,7 +41,19 @@ bool SpinUntil(const Done& done) {
 ThreadPool::ThreadPool(int num_threads) {
   KV_CHECK(num_threads >= 1) << "num_threads=" << num_threads;
   workers_.reserve(static_cast<size_t>(num_threads - 1));
-  for (int i = 0; i + 1 < num_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  try {
+    for (int i = 0; i + 1 < num_threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  } catch (...) {
+    // A thread the system refuses (std::system_error): stop and join those already started, so
+    // the exception reaches the caller instead of a joinable std::thread terminating the process.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_.store(true, std::memory_order_release);
+    }
+    wake_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    throw;
+  }
 }
 
 ThreadPool::~ThreadPool() {
