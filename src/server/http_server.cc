@@ -19,6 +19,30 @@
 namespace kvengine::server {
 namespace {
 
+// Every endpoint and its one method (generate_routes.cc and info_routes.cc register them): a
+// request for one of these paths with another method is answered 405 with Allow, not 404. GET
+// endpoints answer HEAD too (httplib serves HEAD from the GET handler).
+struct Endpoint {
+  std::string_view path;
+  std::string_view method;
+};
+constexpr Endpoint kEndpoints[] = {
+    {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/tokenize", "POST"},
+    {"/detokenize", "POST"},     {"/health", "GET"},              {"/v1/models", "GET"},
+    {"/metrics", "GET"},
+};
+
+// The Allow header for `path` when `method` is not one it serves; empty when it is, or when
+// the path is not an endpoint (httplib then answers 404).
+std::string DisallowedMethod(std::string_view path, std::string_view method) {
+  for (const Endpoint& e : kEndpoints) {
+    if (e.path != path) continue;
+    if (e.method == "GET") return method == "GET" || method == "HEAD" ? "" : "GET, HEAD";
+    return method == e.method ? "" : std::string(e.method);
+  }
+  return "";
+}
+
 // The JSON body of an error httplib produced itself (no route, body too large, bad request).
 ApiError HttpLayerError(const httplib::Request& req, int status, uint64_t max_body_bytes) {
   ApiError e;
@@ -27,6 +51,10 @@ ApiError HttpLayerError(const httplib::Request& req, int status, uint64_t max_bo
     case 404:
       e.type = "not_found_error";
       e.message = fmt::format("no endpoint {} {}", req.method, req.path);
+      break;
+    case 405:
+      e.message = fmt::format("{} {} is not allowed: this endpoint takes {}", req.method, req.path,
+                              DisallowedMethod(req.path, req.method));
       break;
     case 413:
       e.message = fmt::format("the request body is larger than the server's limit of {} bytes",
@@ -204,6 +232,12 @@ void HttpServer::Configure() {
     if (auto err = api_key.Check(req.path, req.get_header_value("Authorization"))) {
       ReplyError(res, *err);
       res.set_header("WWW-Authenticate", "Bearer");
+      tl_connection.close_after = HasBody(req);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (const std::string allow = DisallowedMethod(req.path, req.method); !allow.empty()) {
+      res.status = 405;  // The error handler writes the body.
+      res.set_header("Allow", allow);
       tl_connection.close_after = HasBody(req);
       return httplib::Server::HandlerResponse::Handled;
     }

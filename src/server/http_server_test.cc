@@ -274,6 +274,37 @@ TEST_F(HttpServerTest, ErrorsAreOpenAiJson) {
   EXPECT_EQ(backend_->submits(), 0);
 }
 
+TEST_F(HttpServerTest, WrongMethodIs405WithAllow) {
+  StartServer();
+  Publish();
+  httplib::Client c("127.0.0.1", server_->port());
+  struct Case {
+    httplib::Result r;
+    const char* allow;
+  };
+  Case cases[] = {
+      {c.Get("/v1/completions"), "POST"},
+      {c.Put("/v1/chat/completions", "{}", "application/json"), "POST"},
+      {c.Delete("/tokenize"), "POST"},
+      {c.Post("/health", "{}", "application/json"), "GET, HEAD"},
+      {c.Patch("/v1/models", "{}", "application/json"), "GET, HEAD"},
+      {c.Post("/metrics", "", "text/plain"), "GET, HEAD"},
+  };
+  for (Case& k : cases) {
+    ASSERT_TRUE(k.r);
+    EXPECT_EQ(k.r->status, 405) << k.allow;
+    EXPECT_EQ(k.r->get_header_value("Allow"), k.allow);
+    const json j = json::parse(k.r->body, nullptr, false);
+    ASSERT_TRUE(j.contains("error")) << k.r->body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("not allowed"), std::string::npos);
+  }
+  // HEAD of a GET endpoint, and unknown paths, are not 405.
+  EXPECT_EQ(c.Head("/health")->status, 200);
+  EXPECT_EQ(c.Get("/v1/nothing")->status, 404);
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_EQ(backend_->submits(), 0);
+}
+
 TEST_F(HttpServerTest, QueueFullIs503WithRetryAfter) {
   StartServer(/*max_running=*/1);
   Publish();
