@@ -69,13 +69,7 @@ const Tokenizer& MarkerTokenizer() {
     KV_CHECK(w.AddU32("tokenizer.ggml.bos_token_id", 1).ok());
     KV_CHECK(w.AddU32("tokenizer.ggml.eos_token_id", 2).ok());
     KV_CHECK(w.AddU32("tokenizer.ggml.unknown_token_id", 0).ok());
-    Result<std::vector<uint8_t>> bytes = w.WriteToBytes();
-    KV_CHECK(bytes.ok());
-    Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes);
-    KV_CHECK(file.ok());
-    Result<std::unique_ptr<Tokenizer>> t = Tokenizer::FromGguf(**file);
-    KV_CHECK(t.ok()) << t.status().ToString();
-    return std::move(t).value().release();
+    return testing::LeakedTokenizerOf(w);
   }();
   return *tokenizer;
 }

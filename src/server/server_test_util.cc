@@ -22,15 +22,19 @@ const Tokenizer& TinyTokenizer() {
     KV_CHECK(spec.ok());
     Result<GgufWriter> writer = BuildSyntheticWriter(*spec, nullptr);
     KV_CHECK(writer.ok()) << writer.status().ToString();
-    Result<std::vector<uint8_t>> bytes = writer->WriteToBytes();
-    KV_CHECK(bytes.ok());
-    Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes);
-    KV_CHECK(file.ok());
-    Result<std::unique_ptr<Tokenizer>> t = Tokenizer::FromGguf(**file);
-    KV_CHECK(t.ok()) << t.status().ToString();
-    return std::move(t).value().release();
+    return LeakedTokenizerOf(*writer);
   }();
   return *tokenizer;
+}
+
+const Tokenizer* LeakedTokenizerOf(const GgufWriter& writer) {
+  Result<std::vector<uint8_t>> bytes = writer.WriteToBytes();
+  KV_CHECK(bytes.ok());
+  Result<std::unique_ptr<GgufFile>> file = GgufFile::FromBytes(*bytes);
+  KV_CHECK(file.ok());
+  Result<std::unique_ptr<Tokenizer>> t = Tokenizer::FromGguf(**file);
+  KV_CHECK(t.ok()) << t.status().ToString();
+  return std::move(t).value().release();
 }
 
 FakeBackend::FakeBackend(std::vector<int32_t> script, std::chrono::milliseconds step,

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "gguf/gguf_writer.h"
 #include "server/backend.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,6 +20,9 @@ namespace kvengine::server::testing {
 
 // The tokenizer of the `tiny` synthetic preset; built once, shared.
 const Tokenizer& TinyTokenizer();
+// A tokenizer read from the GGUF file in `writer` (its metadata alone); never freed (tests keep
+// it in a function-local static). Checks that every step succeeds.
+const Tokenizer* LeakedTokenizerOf(const GgufWriter& writer);
 
 // A backend that "generates" a scripted token sequence: every `step` it emits the next token of
 // `script` (cycling) for each choice of every running request, and a final kLength event after

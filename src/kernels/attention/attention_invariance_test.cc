@@ -23,14 +23,7 @@
 namespace kvengine {
 namespace {
 
-using attention_test::Config;
-using attention_test::Describe;
-using attention_test::KvShape;
-using attention_test::MakeKv;
-using attention_test::OwnedKv;
-using attention_test::PositionsOf;
-using attention_test::RunBatch;
-using attention_test::ShapeOf;
+using namespace attention_test;  // NOLINT(build/namespaces): the shared test fixtures.
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return false;

@@ -28,14 +28,7 @@
 namespace kvengine {
 namespace {
 
-using attention_test::Config;
-using attention_test::Describe;
-using attention_test::KvShape;
-using attention_test::MakeKv;
-using attention_test::OwnedKv;
-using attention_test::PositionsOf;
-using attention_test::RunBatch;
-using attention_test::ShapeOf;
+using namespace attention_test;  // NOLINT(build/namespaces): the shared test fixtures.
 
 // |simd - reference| <= tolerance * max|v| (outputs are convex combinations of V rows). Both sides
 // decode identically; they differ by float vs double dot products and sums, the vector exp and the
