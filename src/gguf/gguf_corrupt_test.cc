@@ -1,7 +1,11 @@
 // The generated corrupt-file suite: the base file (gguf_test_util.h) with one field broken at a
 // time, every truncation, and every header byte flipped. Each broken file must yield a non-OK
 // Status with a message naming the problem, and nothing may crash (run under ASan/UBSan too).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -286,6 +290,23 @@ TEST(GgufCorruptTest, EveryHeaderByteChangedNeverCrashes) {
   }
   // Values and names can change without breaking the format; most changes must be caught.
   EXPECT_GT(accepted, 0);
+}
+
+// A large file that is not GGUF is refused from its first bytes, in both load modes, before it
+// is read or mapped whole: here a sparse 64 GiB file of zeros, which neither mode could load.
+TEST(GgufCorruptTest, LargeNonGgufFileIsRefusedFromItsHeader) {
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "kvengine_sparse_not_gguf.gguf").string();
+  const int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, off_t{64} << 30), 0);
+  close(fd);
+  for (GgufFile::LoadMode mode : {GgufFile::LoadMode::kRead, GgufFile::LoadMode::kMap}) {
+    Result<std::unique_ptr<GgufFile>> f = GgufFile::Open(path, mode);
+    ASSERT_FALSE(f.ok());
+    EXPECT_THAT(f.status().message(), HasSubstr("not a GGUF file: magic is"));
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

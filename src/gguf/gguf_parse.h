@@ -20,6 +20,12 @@ inline constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;
 // Parses and validates `file`; views in the result point into `file`.
 Result<GgufContents> ParseGguf(std::span<const uint8_t> file);
 
+// The bytes that identify a GGUF file: magic and version.
+inline constexpr uint64_t kGgufPrefixBytes = 4 + 4;
+// Checks the magic and version at the start of a file (`prefix`: its first kGgufPrefixBytes),
+// with ParseGguf's messages: a loader calls it before reading or mapping a whole file.
+Status CheckGgufPrefix(std::span<const uint8_t> prefix);
+
 // gguf_parse_metadata.cc: `kv_count` entries into out->kvs / key_index; sets out->alignment
 // from `general.alignment` (a u32, non-zero power of two).
 Status ParseMetadata(ByteReader& reader, uint64_t kv_count, GgufContents* out);

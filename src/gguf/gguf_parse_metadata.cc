@@ -81,6 +81,13 @@ Status ReadAlignment(const GgufValue& value, uint32_t* alignment) {
 
 }  // namespace
 
+Status CheckGgufPrefix(std::span<const uint8_t> prefix) {
+  ByteReader reader(prefix);
+  uint32_t version = 0;
+  KV_RETURN_IF_ERROR(CheckMagic(reader));
+  return CheckVersion(reader, &version);
+}
+
 Result<GgufContents> ParseGguf(std::span<const uint8_t> file) {
   ByteReader reader(file);
   GgufContents contents;

@@ -172,6 +172,17 @@ Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, LoadMo
   }
   auto storage = std::make_unique<Storage>();
   const size_t size = static_cast<size_t>(st.st_size);
+  // A file that is not GGUF is refused from its first bytes, before a large one is read whole.
+  uint8_t prefix[gguf_internal::kGgufPrefixBytes];
+  if (size >= sizeof(prefix)) {
+    Status header = pread(fd, prefix, sizeof(prefix), 0) == ssize_t(sizeof(prefix))
+                        ? gguf_internal::CheckGgufPrefix(prefix)
+                        : InvalidArgument(fmt::format("cannot read: {}", std::strerror(errno)));
+    if (!header.ok()) {
+      close(fd);
+      return Status(header.code(), fmt::format("{}: {}", path, header.message()));
+    }
+  }
   if (size > 0) {
     const Status loaded = LoadBytes(fd, path, size, mode, &storage->map_addr,
                                     &storage->map_size, &storage->region, &storage->bytes);
