@@ -1,8 +1,8 @@
 // `kvengine bench tiers`: the time to first token of a repeated long prompt (default 4096
 // tokens on the synthetic `llama-1b` preset) when its KV is recomputed, in the pool, in the RAM
 // tier, on the disk tier or in Redis, with each tier's transfer rate beside the raw bandwidth of
-// its medium measured in the same run (apps/bench/perf/tier_bench.h does the work; docs/bench-tiers.md
-// explains the figures).
+// its medium measured in the same run (apps/bench/perf/tier_bench.h does the work;
+// docs/bench-tiers.md explains the figures).
 //
 // The disk tier lives in a fresh directory created for the run (inside --kv-disk-path, else
 // $TMPDIR, else /tmp) and removed at the end; Redis keys go under a prefix unique to the run and

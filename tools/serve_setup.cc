@@ -39,6 +39,18 @@ std::vector<std::string> StepPolicyNames() {
   return names;
 }
 
+// The scheduler's options from serve's flags (--step-policy and --kv-policy checked their names).
+SchedulerOptions SchedulerOptionsOf(const ServeFlags& f) {
+  SchedulerOptions s;
+  s.max_num_seqs = f.max_num_seqs;
+  s.max_num_batched_tokens = f.max_num_batched_tokens;
+  s.contiguous_reservation = f.kv_policy == "contiguous";
+  for (StepPolicy p : kStepPolicies) {
+    if (f.step_policy == StepPolicyName(p)) s.step_policy = p;
+  }
+  return s;
+}
+
 }  // namespace
 
 std::vector<CLI::Option*> AddServeModelFlags(CLI::App* cmd, ServeFlags* f) {
@@ -152,8 +164,7 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   KV_ASSIGN_OR_RETURN(KvDtypeMap dtypes, ResolveKvDtypes(f.common, cfg.n_layers));
   KV_ASSIGN_OR_RETURN(l.max_model_len, ResolveCtx(f.common, cfg));
   EngineOptions eo;
-  eo.sched.max_num_seqs = f.max_num_seqs;
-  eo.sched.max_num_batched_tokens = f.max_num_batched_tokens;
+  eo.sched = SchedulerOptionsOf(f);
   eo.max_queued_requests = f.max_queued_requests;
   eo.threads = f.threads;
   KV_ASSIGN_OR_RETURN(eo.kv.groups, BuildKvGroups(cfg, dtypes));
@@ -162,10 +173,6 @@ Result<Loaded> LoadAndStart(const ServeFlags& f, std::string_view who) {
   eo.kv.enable_prefix_caching = f.prefix_caching;
   eo.kv.model_fingerprint = mf.path;
   KV_ASSIGN_OR_RETURN(eo.kv.memory_bytes, KvMemory(f, cfg, dtypes, l.max_model_len));
-  eo.sched.contiguous_reservation = f.kv_policy == "contiguous";
-  for (StepPolicy p : kStepPolicies) {  // --step-policy checked the name.
-    if (f.step_policy == StepPolicyName(p)) eo.sched.step_policy = p;
-  }
   KV_ASSIGN_OR_RETURN(eo.tiers, ResolveTiers(f));
   const Vocab& vocab = l.tokenizer->vocab();
   for (int32_t id : {vocab.special.eos, vocab.special.eot, vocab.special.eom}) {
@@ -213,17 +220,9 @@ Status ResolveHttpOptions(ServeFlags* f) {
 Status CheckServeFlags(ServeFlags* f) {
   KV_RETURN_IF_ERROR(ResolveHttpOptions(f));
   KV_RETURN_IF_ERROR(ResolveTiers(*f).status());
-  if (!f->kv_memory.empty()) {
-    Result<uint64_t> m = ParseSize(f->kv_memory);
-    if (!m.ok()) return InvalidArgument("--kv-cache-memory-bytes: " + m.status().message());
-  }
-  if (Result<KvDtype> d = ParseKvDtype(f->common.kv_dtype); !d.ok()) {
-    return InvalidArgument("--kv-dtype: " + d.status().message());
-  }
-  SchedulerOptions sched;
-  sched.max_num_seqs = f->max_num_seqs;
-  sched.max_num_batched_tokens = f->max_num_batched_tokens;
-  KV_RETURN_IF_ERROR(sched.Validate());
+  // --kv-cache-memory-bytes and --kv-dtype were checked by the flag parser (SizeCheck,
+  // KvDtypeCheck).
+  KV_RETURN_IF_ERROR(SchedulerOptionsOf(*f).Validate());
   if (!f->kv_redis.empty()) {
     Result<RedisEndpoint> redis = ParseRedisEndpoint(f->kv_redis);
     if (!redis.ok()) return InvalidArgument("--kv-redis: " + redis.status().message());

@@ -153,7 +153,8 @@ Status Engine::Impl::Validate(const RequestParams& p) const {
   const int max_n = std::min(kMaxChoices, options.sched.max_num_seqs);
   if (p.n < 1 || p.n > max_n) {
     return InvalidArgument("n must be 1.." + std::to_string(max_n) + " (max_num_seqs " +
-                           std::to_string(options.sched.max_num_seqs) + "), got " + std::to_string(p.n));
+                           std::to_string(options.sched.max_num_seqs) + "), got " +
+                           std::to_string(p.n));
   }
   if (p.max_tokens < 1) {
     return InvalidArgument("max_tokens must be >= 1, got " + std::to_string(p.max_tokens));

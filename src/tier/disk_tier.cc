@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "base/checked_math.h"
+#include "base/clock.h"
 #include "tier/block_record.h"
 
 namespace kvengine {
@@ -279,9 +280,7 @@ bool DiskTier::ShrinkToFit(uint64_t incoming, int err) {
   }
   // One line now, then at most one a minute summing up the failures in between.
   ++full_events_;
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  const int64_t now = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  const int64_t now = SteadyClock::Get().NowNanos();
   if (last_full_log_ns_ < 0 || now - last_full_log_ns_ >= int64_t{60} * 1000000000) {
     const uint64_t evicted = counters_.evictions.load(std::memory_order_relaxed) - evicted_before;
     Log(held == 0 ? fmt::format("disk tier {}: the file system is full ({}) and the tier holds "

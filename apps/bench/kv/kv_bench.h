@@ -56,7 +56,7 @@ struct KvBenchOptions {
   std::optional<ModelConfig> model_config;
   KvDtype kv_dtype = KvDtype::kF16;
   static constexpr const char* kKvDtypeHelp = "KV cache number format (f16, bf16, fp8, int8, int4)";
-  std::optional<KvDtypeMap> kv_dtypes;  // Per-layer dtypes (a --kv-dtype-map map); overrides kv_dtype.
+  std::optional<KvDtypeMap> kv_dtypes;  // Per-layer dtypes (--kv-dtype-map); overrides kv_dtype.
   int block_size = 16;
   static constexpr const char* kBlockSizeHelp = "tokens per KV block of the paged policies";
   uint64_t kv_memory_bytes = uint64_t{4} << 30;

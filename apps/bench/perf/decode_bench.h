@@ -74,7 +74,8 @@ struct DecodeBenchRow {
   double fraction_of_read_bw = 0;  // implied_gb_per_s / read_bw_gb_per_s.
   // The arithmetic side: multiply-adds of the weight matrices per decoded token
   // (DecodeWeightMacs; attention's are not counted), their rate at this row's tokens/s, and
-  // the f32 multiply-add peak measured with the same pool right after the row (bench/perf/fma_peak.h).
+  // the f32 multiply-add peak measured with the same pool right after the row
+  // (bench/perf/fma_peak.h).
   uint64_t weight_macs_per_token = 0;
   double weight_gmacs_per_s = 0;  // weight_macs_per_token * decode_tokens_per_s / 1e9.
   double fma_peak_gmacs = 0;

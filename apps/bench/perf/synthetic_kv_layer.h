@@ -1,6 +1,6 @@
 // SyntheticKvLayer: one attention layer's K and V for one sequence of `context` tokens, filled
-// with random encoded rows and laid out exactly as a KvLayerView (kernels/attention/paged_attention.h)
-// describes, in one of two layouts:
+// with random encoded rows and laid out exactly as a KvLayerView
+// (kernels/attention/paged_attention.h) describes, in one of two layouts:
 //
 //   paged       blocks of `block_size` tokens, sections as kv/block_layout.h lays out one layer
 //               (K data, K scales, V data, V scales, each 64-byte aligned); the block table
