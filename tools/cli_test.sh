@@ -4,20 +4,7 @@
 set -uo pipefail
 # shellcheck source=tools/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
-check() {  # check NAME EXPECTED_STATUS PATTERN -- command...
-  local name="$1" want="$2" pattern="$3"
-  shift 4
-  local out status
-  out=$("$@" 2>&1)
-  status=$?
-  if [ "$status" -ne "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: status $status (want $want), output:"
-    echo "$out" | head -20
-    failures=$((failures + 1))
-  else
-    pass "$name"
-  fi
-}
+check() { check_status "$@"; }  # check NAME EXPECTED_STATUS PATTERN -- command...
 # A sanitizer build reserves terabytes of address space for its shadow memory: no ulimit -v there.
 mem_limit=4194304
 if grep -qa __asan_init "$bin"; then mem_limit=unlimited; fi

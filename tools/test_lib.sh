@@ -17,33 +17,24 @@ fail() {
 expect() {
   if [ "$(jq -e "$2" "$3" 2>&1)" = "true" ]; then pass "$1"; else fail "$1: $2"; fi
 }
-# check_error NAME PATTERN -- command...: exit status 1 and a message matching PATTERN.
-check_error() {
-  local name="$1" pattern="$2"
-  shift 3
+# check_status NAME STATUS PATTERN -- command...: exit status STATUS and a message matching
+# PATTERN.
+check_status() {
+  local name="$1" want="$2" pattern="$3"
+  shift 4
   local out status
   out=$("$@" 2>&1)
   status=$?
-  if [ "$status" -eq 1 ] && grep -qE -- "$pattern" <<<"$out"; then
+  if [ "$status" -eq "$want" ] && grep -qE -- "$pattern" <<<"$out"; then
     pass "$name"
   else
-    fail "$name: status $status, output: $(head -3 <<<"$out")"
+    fail "$name: status $status (want $want), output: $(head -20 <<<"$out")"
   fi
 }
-# check_usage NAME PATTERN -- command...: exit status 2 (a malformed command line) and a message
-# matching PATTERN.
-check_usage() {
-  local name="$1" pattern="$2"
-  shift 3
-  local out status
-  out=$("$@" 2>&1)
-  status=$?
-  if [ "$status" -eq 2 ] && grep -qE -- "$pattern" <<<"$out"; then
-    pass "$name"
-  else
-    fail "$name: status $status, output: $(head -3 <<<"$out")"
-  fi
-}
+# check_error NAME PATTERN -- command...: exit status 1 (an unusable input, a runtime failure).
+check_error() { check_status "$1" 1 "${@:2}"; }
+# check_usage NAME PATTERN -- command...: exit status 2 (a malformed command line).
+check_usage() { check_status "$1" 2 "${@:2}"; }
 # check_text NAME TEXT PATTERN...: TEXT matches every PATTERN (an extended regular expression).
 check_text() {
   local name="$1" text="$2" pattern
